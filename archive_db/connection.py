@@ -1,0 +1,106 @@
+"""Opening the archive: one writer at a time, readers through short-lived read-only connections.
+
+DuckDB lets one process hold a file for writing, or several hold it read-only, never both. So readers
+(the explorer) open, query and close at once, and both sides retry briefly when the other holds the
+file; a writer that still cannot get the lock gets a message naming the process that holds it.
+
+Example:
+    >>> with connect("/tmp/doc.duckdb") as con:
+    ...     con.execute("SELECT count(*) FROM kernels").fetchone()
+    (0,)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import duckdb
+
+from archive_db.migrations import ensure_schema
+from archive_db.paths import resolve_db_path
+
+_LOCK_MARKERS = ("Could not set lock", "Conflicting lock", "database is locked")
+
+
+class ArchiveLocked(RuntimeError):
+    """Another process holds the archive file."""
+
+
+class ArchiveMissing(FileNotFoundError):
+    """A reader asked for an archive file that does not exist."""
+
+
+def _is_lock_error(error: Exception) -> bool:
+    return any(marker in str(error) for marker in _LOCK_MARKERS)
+
+
+def _holder(error: Exception) -> str:
+    match = re.search(r"held in (.+?) \(PID (\d+)\)", str(error))
+    if match:
+        return f"process {match.group(2)} ({match.group(1)})"
+    return "another process"
+
+
+def open_connection(
+    db: str | os.PathLike[str] | None = None,
+    *,
+    read_only: bool = False,
+    wait_s: float = 10.0,
+) -> duckdb.DuckDBPyConnection:
+    """Open the archive, creating and migrating it for writers; retries while another process holds it.
+
+    Raises:
+        ArchiveLocked: the lock was still held after ``wait_s`` seconds.
+        ArchiveMissing: a read-only open of a file that does not exist.
+    """
+    path = resolve_db_path(db)
+    if read_only and not path.exists():
+        raise ArchiveMissing(f"no archive at {path}; create one with `kernel-archive ingest`")
+    if not read_only:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + wait_s
+    delay = 0.02
+    while True:
+        try:
+            con = duckdb.connect(str(path), read_only=read_only)
+            break
+        except (duckdb.IOException, duckdb.ConnectionException) as error:
+            if not _is_lock_error(error):
+                raise
+            if time.monotonic() >= deadline:
+                mode = "read" if read_only else "write to"
+                raise ArchiveLocked(
+                    f"cannot {mode} {path}: {_holder(error)} holds it open for writing "
+                    f"(waited {wait_s:.0f}s). Wait for it to finish, or stop it."
+                ) from error
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+    if not read_only:
+        try:
+            ensure_schema(con, str(path))
+        except Exception:
+            con.close()
+            raise
+    return con
+
+
+@contextmanager
+def connect(
+    db: str | os.PathLike[str] | None = None, *, read_only: bool = False, wait_s: float = 10.0
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Context manager around :func:`open_connection` that always closes the connection."""
+    con = open_connection(db, read_only=read_only, wait_s=wait_s)
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+def db_exists(db: str | os.PathLike[str] | None = None) -> bool:
+    """Whether the archive file exists."""
+    return Path(resolve_db_path(db)).exists()

@@ -1,0 +1,80 @@
+"""Content-hash keys: how a task, kernel or measurement is named in the archive.
+
+Every key is a hash of content, so ingesting the same facts twice yields the same keys and adds nothing.
+
+Example:
+    >>> task_key("import torch\\nclass Model: pass\\n") == task_key("import torch\\n\\n\\nclass Model:\\n    pass")
+    True
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import re
+from typing import Any
+
+KEY_LENGTH = 16
+
+
+def sha256(text: str | bytes) -> str:
+    """Full hex sha256 of text (UTF-8) or bytes."""
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    return hashlib.sha256(data).hexdigest()
+
+
+def short_hash(*parts: Any) -> str:
+    """A 16-hex-digit key from any JSON-serialisable parts, order-sensitive."""
+    blob = json.dumps(parts, sort_keys=True, default=str, ensure_ascii=False, separators=(",", ":"))
+    return sha256(blob)[:KEY_LENGTH]
+
+
+def git_blob_sha1(text: str) -> str:
+    """The id git gives a file with this content, to match KernelBench's task index."""
+    data = text.encode("utf-8")
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+class _StripDocstrings(ast.NodeTransformer):
+    def _strip(self, node: ast.AST) -> ast.AST:
+        self.generic_visit(node)
+        body = getattr(node, "body", None)
+        if (
+            body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            node.body = body[1:] or [ast.Pass()]
+        return node
+
+    visit_Module = visit_ClassDef = visit_FunctionDef = visit_AsyncFunctionDef = _strip
+
+
+def normalise_python(code: str) -> str:
+    """Python code with comments, docstrings and layout removed (``ast.unparse``).
+
+    Two references that differ only in formatting, comments or docstrings normalise to the same text;
+    a changed size, init or operator does not. Code that does not parse is whitespace-collapsed.
+    """
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return re.sub(r"\s+", " ", code).strip()
+    return ast.unparse(_StripDocstrings().visit(tree))
+
+
+def task_key(reference_code: str) -> str:
+    """The task id: a hash of the normalised reference code."""
+    return sha256(normalise_python(reference_code))[:KEY_LENGTH]
+
+
+def kernel_key(source: str, task_id: str, name: str, code: str | None) -> str:
+    """The kernel id: one implementation of one task from one source."""
+    return short_hash("kernel", source, task_id, name, code)
+
+
+def measurement_key(kernel_id: str, fields: dict[str, Any], scores: dict[str, float | None]) -> str:
+    """The measurement id: a hash of everything measured, so re-ingest is a no-op."""
+    return short_hash("measurement", kernel_id, fields, scores)

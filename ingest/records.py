@@ -1,0 +1,147 @@
+"""Helpers every adapter uses to turn source facts into archive rows with consistent keys.
+
+Example:
+    >>> from archive_db.bundle import Bundle
+    >>> b = Bundle()
+    >>> t = add_task(b, "demo", "class Model: pass", level=1, problem_id=1, name="x")
+    >>> k = add_kernel(b, "demo", t, "k", "model-new", "class ModelNew: pass")
+    >>> b.count("kernels"), b.count("task_aliases")
+    (1, 1)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from archive_db.bundle import Bundle
+from archive_db.gpus import canonical_gpu
+from archive_db.keys import git_blob_sha1, kernel_key, measurement_key, sha256, task_key
+from archive_db.writer import utcnow
+
+MEASURED_FIELDS = (
+    "gpu",
+    "timing_mode",
+    "correct",
+    "max_diff",
+    "error",
+    "kernel_ms",
+    "eager_ms",
+    "compile_ms",
+    "speedup_eager",
+    "speedup_compile",
+    "verification_id",
+)
+
+
+def clean_float(value: Any) -> float | None:
+    """A finite float, or None for missing, empty, 'None' or non-finite values."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = value.strip().replace(",", "")
+        if value in {"", "None", "null", "nan", "NaN"}:
+            return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def add_task(
+    bundle: Bundle,
+    source: str,
+    reference_code: str,
+    *,
+    level: int | None = None,
+    problem_id: int | None = None,
+    name: str | None = None,
+    functional_code: str | None = None,
+    kb_version: str | None = None,
+) -> str:
+    """Add a task (keyed by its normalised reference code) and this source's alias; returns task_id."""
+    task_id = task_key(reference_code)
+    blob = git_blob_sha1(reference_code)
+    bundle.add(
+        "tasks",
+        task_id=task_id,
+        level=level,
+        problem_id=problem_id,
+        name=name,
+        reference_code=reference_code,
+        functional_code=functional_code,
+        blob_sha1=blob,
+        kb_version=kb_version,
+        first_source=source,
+    )
+    bundle.add(
+        "task_aliases",
+        task_id=task_id,
+        source=source,
+        level=level,
+        problem_id=problem_id,
+        name=name,
+        blob_sha1=blob,
+    )
+    return task_id
+
+
+def add_kernel(
+    bundle: Bundle,
+    source: str,
+    task_id: str,
+    name: str,
+    form: str,
+    code: str | None,
+    **fields: Any,
+) -> str:
+    """Add one kernel; ``fields`` are further ``kernels`` columns (generator, experiment, ...)."""
+    kernel_id = kernel_key(source, task_id, name, code)
+    bundle.add(
+        "kernels",
+        kernel_id=kernel_id,
+        task_id=task_id,
+        source=source,
+        name=name,
+        form=form,
+        code=code,
+        code_hash=sha256(code) if code is not None else None,
+        **fields,
+    )
+    return kernel_id
+
+
+def add_measurement(
+    bundle: Bundle,
+    source: str,
+    kernel_id: str,
+    scores: dict[str, float | None] | None = None,
+    **fields: Any,
+) -> str:
+    """Add a measurement of ``kernel_id`` by ``source``; ``fields`` are MEASURED_FIELDS."""
+    unknown = set(fields) - set(MEASURED_FIELDS)
+    if unknown:
+        raise TypeError(f"unknown measurement fields {sorted(unknown)}")
+    if fields.get("gpu") is not None:
+        fields["gpu"] = canonical_gpu(fields["gpu"])
+    scores = {k: v for k, v in (scores or {}).items()}
+    measurement_id = measurement_key(kernel_id, {"source": source, **fields}, scores)
+    bundle.add("measurements", measurement_id=measurement_id, kernel_id=kernel_id, source=source, **fields)
+    for score_name, value in scores.items():
+        bundle.add("measurement_scores", measurement_id=measurement_id, name=score_name, value=value)
+    return measurement_id
+
+
+def add_origin(
+    bundle: Bundle, source: str, origin: str, content_hash: str, n_rows: int, gpu: str | None = None
+) -> None:
+    """Record that ``source`` was read from ``origin`` (whose bytes hash to ``content_hash``)."""
+    now = utcnow()
+    bundle.add(
+        "source_origins",
+        source=source,
+        origin=origin,
+        content_hash=content_hash,
+        gpu=canonical_gpu(gpu),
+        n_rows=n_rows,
+        first_ingested_at=now,
+        last_ingested_at=now,
+    )

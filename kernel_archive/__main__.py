@@ -1,0 +1,3 @@
+from kernel_archive.cli import main
+
+main()

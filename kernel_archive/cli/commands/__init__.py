@@ -1,0 +1,1 @@
+"""CLI plugins: every module here defines ``register(app: typer.Typer)``."""

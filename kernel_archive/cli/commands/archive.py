@@ -1,0 +1,217 @@
+"""Archive verbs: ingest, sources, stats, leaderboard, where."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from kernel_archive.cli.common import (
+    DbOption,
+    JsonOption,
+    fail,
+    frame_records,
+    out,
+    print_json,
+    progress_bar,
+    reporting_errors,
+)
+
+INGEST_HELP = """Ingest a source into the archive (all of it, or nothing on bad input).
+
+SOURCE is an adapter name (see `kernel-archive sources --available`). PATH_OR_HUB_ID is a local file or
+folder, or a Hugging Face dataset id for sources published there; without it the source's public
+location is used.
+
+Examples:
+
+  kernel-archive ingest sakana ../shared/data/sakana-archive/sample.jsonl
+
+  kernel-archive ingest sakana SakanaAI/AI-CUDA-Engineer-Archive
+
+  kernel-archive ingest cuda-l1 ../shared/data/cuda-l1/h100.jsonl
+
+  kernel-archive ingest kernelbench ../shared/data/kernelbench
+
+Re-running the same ingest adds nothing: every row is keyed by a hash of its content.
+"""
+
+
+def ingest(
+    source: Annotated[str, typer.Argument(help="Adapter name, e.g. sakana, cuda-l1, cuda-l2, kernelbench.")],
+    path: Annotated[
+        str | None, typer.Argument(metavar="[PATH_OR_HUB_ID]", help="File, folder or hub dataset id.")
+    ] = None,
+    db: DbOption = None,
+    gpu: Annotated[
+        str | None, typer.Option(help="GPU the source measured on, when the file name does not say.")
+    ] = None,
+    name: Annotated[
+        str | None, typer.Option(help="Source name to record (default: the adapter name). Use for your own runs.")
+    ] = None,
+    kernels: Annotated[
+        str | None, typer.Option(help="cuda-l2 only: folder of the released .cu kernels.")
+    ] = None,
+    kb_version: Annotated[
+        str | None, typer.Option("--kb-version", help="kernelbench only: KernelBench version (v0, v0.1, main).")
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    from ingest.adapter import IngestRequest
+    from ingest.errors import IngestError, UnknownSource
+    from ingest.registry import get_adapter
+    from ingest.runner import ingest_source
+
+    with reporting_errors():
+        try:
+            adapter = get_adapter(source)
+        except UnknownSource as error:
+            raise fail(str(error), 2) from None
+        options = {k: v for k, v in {"kernels": kernels, "kb_version": kb_version}.items() if v}
+        with progress_bar(enabled=not quiet) as bar:
+            request = IngestRequest(name or adapter.name, path, gpu=gpu, progress=bar, options=options)
+            try:
+                summary = ingest_source(db, source, request)
+            except IngestError as error:
+                raise fail(f"{error}\nnothing was written for source {request.source_name!r}") from None
+    added = ", ".join(f"{n:,} {t}" for t, n in sorted(summary.added.items()) if n and t != "sources")
+    out.print(
+        f"[green]ingested[/] {summary.source} from {request.path}: {summary.input_records:,} records in "
+        f"{summary.seconds:.1f}s; added {added or 'nothing new'}"
+    )
+
+
+def sources(
+    db: DbOption = None,
+    json_: JsonOption = False,
+    available: Annotated[bool, typer.Option("--available", help="List the adapters you can ingest.")] = False,
+) -> None:
+    """List the sources in the archive with counts, GPUs, license and where they came from."""
+    from rich.table import Table
+
+    if available:
+        from ingest.registry import adapter_names, get_adapter
+
+        rows = [get_adapter(n) for n in adapter_names()]
+        if json_:
+            print_json([{"name": a.name, "kind": a.kind, "license": a.license, "default_path": a.default_path,
+                         "description": a.description} for a in rows])
+            return
+        table = Table("adapter", "kind", "license", "default location", "what it reads")
+        for a in rows:
+            table.add_row(a.name, a.kind, a.license, a.default_path or "-", a.description)
+        out.print(table)
+        return
+    from archive_db.connection import connect
+    from archive_db.queries import source_stats
+
+    with reporting_errors(), connect(db, read_only=True) as con:
+        frame = source_stats(con)
+    if json_:
+        print_json(frame_records(frame))
+        return
+    if frame.empty:
+        out.print("The archive is empty. Ingest a source: kernel-archive ingest --help")
+        return
+    table = Table("source", "kind", "license", "tasks", "kernels", "measurements", "correct", "GPUs", "origins")
+    for r in frame.itertuples():
+        gpus = ", ".join(r.gpus) if r.gpus is not None and len(r.gpus) else "-"
+        origins = "\n".join(r.origins) if r.origins is not None else "-"
+        share = f"{r.share_correct:.0%}" if r.share_correct == r.share_correct and r.share_correct is not None else "-"
+        table.add_row(r.source, r.kind, r.license or "-", f"{r.tasks:,}", f"{r.kernels:,}", f"{r.measurements:,}",
+                      share, gpus, origins)
+    out.print(table)
+
+
+def stats(db: DbOption = None, json_: JsonOption = False) -> None:
+    """Totals and per-source counts of tasks, kernels, measurements and profiles."""
+    from rich.table import Table
+
+    from archive_db.connection import connect
+    from archive_db.queries import source_stats, totals
+
+    with reporting_errors(), connect(db, read_only=True) as con:
+        total = totals(con)
+        per_source = source_stats(con)
+    if json_:
+        print_json({"totals": total, "sources": frame_records(per_source)})
+        return
+    table = Table("table", "rows", title="Archive totals")
+    for name, n in total.items():
+        table.add_row(name, f"{n:,}")
+    out.print(table)
+    columns = ["source", "tasks", "kernels", "measurements", "ncu_profiles", "torch_profiles",
+               "clang_tidy_reports", "baselines"]
+    per = Table(*columns, title="Per source")
+    for row in per_source[columns].itertuples(index=False):
+        per.add_row(*(f"{v:,}" if isinstance(v, int) else str(v) for v in row))
+    out.print(per)
+
+
+def leaderboard(
+    db: DbOption = None,
+    level: Annotated[list[int] | None, typer.Option(help="KernelBench level (repeatable).")] = None,
+    source: Annotated[list[str] | None, typer.Option(help="Source of the kernel (repeatable).")] = None,
+    gpu: Annotated[list[str] | None, typer.Option(help="GPU of the measurement, e.g. H100 (repeatable).")] = None,
+    category: Annotated[list[str] | None, typer.Option(help="Task category (repeatable).")] = None,
+    tag: Annotated[list[str] | None, typer.Option(help="Strategy tag the kernel must carry (repeatable).")] = None,
+    include_incorrect: Annotated[
+        bool, typer.Option("--include-incorrect", help="Rank incorrect measurements too.")
+    ] = False,
+    hand_written: Annotated[
+        bool, typer.Option("--hand-written", help="Exclude kernels that call ATen/cuBLAS/cuDNN/CUTLASS.")
+    ] = False,
+    min_speedup: Annotated[float | None, typer.Option(help="Only tasks whose best speedup is at least this.")] = None,
+    search: Annotated[str | None, typer.Option(help="Substring of the task or kernel name.")] = None,
+    sort: Annotated[str, typer.Option(help="Rank by speedup over 'eager' PyTorch or 'compile'.")] = "eager",
+    limit: Annotated[int, typer.Option(help="Rows to show.")] = 50,
+    json_: JsonOption = False,
+) -> None:
+    """The best correct kernel per task, fastest first, with fast_1 and fast_2 for the same filter."""
+    from rich.table import Table
+
+    from archive_db.connection import connect
+    from archive_db.queries import LeaderboardFilter, fast_p
+    from archive_db.queries import leaderboard as leaderboard_query
+
+    if sort not in ("eager", "compile"):
+        raise fail(f"--sort must be 'eager' or 'compile', not {sort!r}", 2)
+    f = LeaderboardFilter(
+        levels=tuple(level or ()), sources=tuple(source or ()), gpus=tuple(gpu or ()),
+        categories=tuple(category or ()), tags=tuple(tag or ()), correct_only=not include_incorrect,
+        hand_written_only=hand_written, min_speedup=min_speedup, search=search, sort_by=sort,  # type: ignore[arg-type]
+        limit=limit,
+    )
+    with reporting_errors(), connect(db, read_only=True) as con:
+        frame = leaderboard_query(con, f)
+        fast = [fast_p(con, p, f) for p in (1.0, 2.0)]
+    if json_:
+        print_json({"rows": frame_records(frame), "fast_p": fast})
+        return
+    table = Table("#", "level", "task", "kernel", "source", "GPU", "x eager", "x compile", "kernel_id",
+                  title=f"Leaderboard (by speedup vs {sort})")
+    for r in frame.itertuples():
+        table.add_row(str(r.rank), str(r.level) if r.level == r.level and r.level is not None else "-",
+                      str(r.task_name), str(r.kernel_name), r.source, str(r.gpu),
+                      _speed(r.speedup_eager), _speed(r.speedup_compile), r.kernel_id)
+    out.print(table)
+    out.print(" ".join(f"fast_{f_['p']:g} = {f_['fast_p']:.1%} ({f_['n_fast']}/{f_['n_tasks']} tasks)" for f_ in fast))
+
+
+def _speed(value: float | None) -> str:
+    return "-" if value is None or value != value else f"{value:.2f}x"
+
+
+def where(db: DbOption = None) -> None:
+    """Print the archive file this command would use."""
+    from archive_db.paths import resolve_db_path
+
+    out.print(str(resolve_db_path(db)))
+
+
+def register(app: typer.Typer) -> None:
+    app.command(help=INGEST_HELP)(ingest)
+    app.command()(sources)
+    app.command()(stats)
+    app.command()(leaderboard)
+    app.command()(where)
