@@ -70,6 +70,11 @@ def task_key(reference_code: str) -> str:
     return sha256(normalise_python(reference_code))[:KEY_LENGTH]
 
 
+def named_task_key(source: str, name: str) -> str:
+    """The task id of a problem a source names but gives no reference code for."""
+    return short_hash("named-task", source, name)
+
+
 def kernel_key(source: str, task_id: str, name: str, code: str | None) -> str:
     """The kernel id: one implementation of one task from one source."""
     return short_hash("kernel", source, task_id, name, code)

@@ -37,13 +37,15 @@ CREATE TABLE IF NOT EXISTS source_origins (
 
 -- A reference PyTorch problem. task_id = hash of the normalised reference code (archive_db/keys.py),
 -- so the same problem from two sources meets in one row and KernelBench's re-used (level, id) pairs
--- holding different problems do not.
+-- holding different problems do not. A source that names a problem without releasing its reference
+-- code (CUDA-L2's GEMM shapes, robust-kbench's task names) gets task_id = hash(source, name) and a NULL
+-- reference_code (keys.named_task_key).
 CREATE TABLE IF NOT EXISTS tasks (
     task_id          VARCHAR PRIMARY KEY,
     level            INTEGER,
     problem_id       INTEGER,
     name             VARCHAR,                -- op name, e.g. 1_Square_matrix_multiplication_
-    reference_code   VARCHAR NOT NULL,       -- module form: class Model + get_inputs/get_init_inputs
+    reference_code   VARCHAR,                -- module form: class Model + get_inputs/get_init_inputs
     functional_code  VARCHAR,                -- functional form (module_fn) when a source gives it
     blob_sha1        VARCHAR,                -- git blob id of reference_code as first seen
     kb_version       VARCHAR,                -- KernelBench version (v0, v0.1, main) when matched

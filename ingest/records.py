@@ -16,7 +16,7 @@ from typing import Any
 
 from archive_db.bundle import Bundle
 from archive_db.gpus import canonical_gpu
-from archive_db.keys import git_blob_sha1, kernel_key, measurement_key, sha256, task_key
+from archive_db.keys import git_blob_sha1, kernel_key, measurement_key, named_task_key, sha256, task_key
 from archive_db.writer import utcnow
 
 MEASURED_FIELDS = (
@@ -81,6 +81,30 @@ def add_task(
         name=name,
         blob_sha1=blob,
     )
+    return task_id
+
+
+def add_named_task(
+    bundle: Bundle,
+    source: str,
+    name: str,
+    *,
+    level: int | None = None,
+    problem_id: int | None = None,
+    reference_code: str | None = None,
+) -> str:
+    """Add a task a source names without releasing reference code; keyed by (source, name)."""
+    task_id = named_task_key(source, name)
+    bundle.add(
+        "tasks",
+        task_id=task_id,
+        level=level,
+        problem_id=problem_id,
+        name=name,
+        reference_code=reference_code,
+        first_source=source,
+    )
+    bundle.add("task_aliases", task_id=task_id, source=source, level=level, problem_id=problem_id, name=name)
     return task_id
 
 

@@ -11,7 +11,10 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import duckdb
 
 from archive_db.bundle import Bundle
 from archive_db.connection import connect
@@ -31,6 +34,7 @@ class IngestSummary:
     added: Counter[str]
     seconds: float
     links: dict[str, int]
+    post_write: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def rows_added(self) -> int:
@@ -56,10 +60,19 @@ def _source_row(request: IngestRequest, adapter_name: str) -> Bundle:
     return bundle
 
 
+PostWrite = Callable[[duckdb.DuckDBPyConnection], dict[str, int]]
+
+
 def ingest_source(
-    db: str | os.PathLike[str] | None, adapter_name: str, request: IngestRequest
+    db: str | os.PathLike[str] | None,
+    adapter_name: str,
+    request: IngestRequest,
+    post_write: Sequence[tuple[str, PostWrite]] = (),
 ) -> IngestSummary:
     """Read ``request`` with the adapter and write it all, or nothing, into the archive ``db``.
+
+    ``post_write`` hooks (name, function) run inside the same transaction after the rows land, e.g. the
+    task taxonomy and strategy tags from ``embeddings``; the CLI wires them, so ingest imports neither.
 
     Raises:
         ingest.errors.IngestError: bad input; nothing was written.
@@ -76,7 +89,8 @@ def ingest_source(
             records += bundle.input_records
             writer.write(bundle)
         links = resolve_links(con)
+        hooks = {name: hook(con) for name, hook in post_write}
         added = Counter(writer.added)
     return IngestSummary(
-        request.source_name, adapter.name, records, added, time.perf_counter() - started, links
+        request.source_name, adapter.name, records, added, time.perf_counter() - started, links, hooks
     )
