@@ -103,7 +103,7 @@ _CANDIDATES = """
 
 
 def leaderboard(con: duckdb.DuckDBPyConnection, f: LeaderboardFilter | None = None) -> pd.DataFrame:
-    """The best kernel per task under ``f``, fastest first.
+    """The best kernel per task under ``f``, fastest first (equal speedups: highest measurement_id wins).
 
     Columns: rank, kernel_id, task_id, level, problem_id, task_name, category, kernel_name, source,
     measured_by, gpu, correct, speedup_eager, speedup_compile, kernel_ms, eager_ms, compile_ms,
@@ -121,22 +121,34 @@ def leaderboard(con: duckdb.DuckDBPyConnection, f: LeaderboardFilter | None = No
     if f.limit is not None:
         limit = "LIMIT ? OFFSET ?"
         params.extend([int(f.limit), int(f.offset)])
+    # Pick each task's winner over slim candidate rows, then fetch the winners' columns by key: carrying
+    # every column through the million-row join, or count(DISTINCT), costs twice as much at 1M kernels.
     sql = f"""
-        WITH c AS ({_CANDIDATES.format(speedup=speedup, where=where.sql())}),
+        WITH c AS (
+            SELECT m.measurement_id, m.kernel_id, k.task_id, m.{speedup} AS speedup
+            FROM measurements m
+            JOIN kernels k ON k.kernel_id = m.kernel_id
+            JOIN tasks t ON t.task_id = k.task_id
+            WHERE {where.sql()}
+        ),
         best AS (
-            SELECT task_id, arg_max(measurement_id, coalesce(speedup, -1)) AS measurement_id,
-                   count(DISTINCT kernel_id) AS n_kernels
+            SELECT task_id, arg_max(measurement_id, (coalesce(speedup, -1), measurement_id)) AS measurement_id
             FROM c GROUP BY task_id {having}
+        ),
+        counts AS (
+            SELECT task_id, count(*) AS n_kernels FROM (SELECT DISTINCT task_id, kernel_id FROM c) GROUP BY task_id
         )
-        SELECT row_number() OVER (ORDER BY c.speedup DESC NULLS LAST, t.level, t.problem_id, c.kernel_id)
+        SELECT row_number() OVER (ORDER BY m.{speedup} DESC NULLS LAST, t.level, t.problem_id, m.kernel_id)
                    AS rank,
-               c.kernel_id, c.task_id, t.level, t.problem_id, t.name AS task_name, t.category,
-               c.kernel_name, c.source, c.measured_by, c.gpu, c.correct,
-               c.speedup_eager, c.speedup_compile, c.kernel_ms, c.eager_ms, c.compile_ms,
-               best.n_kernels, c.measurement_id
+               m.kernel_id, best.task_id, t.level, t.problem_id, t.name AS task_name, t.category,
+               k.name AS kernel_name, k.source, m.source AS measured_by, m.gpu, m.correct,
+               m.speedup_eager, m.speedup_compile, m.kernel_ms, m.eager_ms, m.compile_ms,
+               counts.n_kernels, m.measurement_id
         FROM best
-        JOIN c ON c.measurement_id = best.measurement_id AND c.task_id = best.task_id
-        JOIN tasks t ON t.task_id = c.task_id
+        JOIN counts ON counts.task_id = best.task_id
+        JOIN measurements m ON m.measurement_id = best.measurement_id
+        JOIN kernels k ON k.kernel_id = m.kernel_id
+        JOIN tasks t ON t.task_id = best.task_id
         ORDER BY rank
         {limit}
     """
@@ -233,7 +245,7 @@ def compare_groups(
                avg(CASE WHEN any_correct THEN 1.0 ELSE 0.0 END) AS share_tasks_solved,
                avg(CASE WHEN best > 1.0 THEN 1.0 ELSE 0.0 END) AS fast_1,
                median(best) AS median_best_speedup,
-               exp(avg(ln(best))) FILTER (WHERE best > 0) AS geomean_best_speedup,
+               exp(avg(ln(best)) FILTER (WHERE best > 0)) AS geomean_best_speedup,
                sum(attempts) AS measurements
         FROM per WHERE task_id IN (SELECT task_id FROM shared)
         GROUP BY grp ORDER BY fast_1 DESC, median_best_speedup DESC NULLS LAST
@@ -406,11 +418,12 @@ def source_stats(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
               GROUP BY source)
         SELECT s.name AS source, s.adapter, s.kind, s.license, s.homepage,
                coalesce(k.tasks, 0) AS tasks, coalesce(k.kernels, 0) AS kernels,
-               coalesce(m.measurements, 0) AS measurements, m.share_correct, m.gpus,
+               coalesce(m.measurements, 0) AS measurements, m.share_correct,
+               coalesce(m.gpus, []::VARCHAR[]) AS gpus,
                coalesce(ncu.ncu_profiles, 0) AS ncu_profiles,
                coalesce(tp.torch_profiles, 0) AS torch_profiles,
                coalesce(ct.clang_tidy_reports, 0) AS clang_tidy_reports,
-               coalesce(b.baselines, 0) AS baselines, o.origins,
+               coalesce(b.baselines, 0) AS baselines, coalesce(o.origins, []::VARCHAR[]) AS origins,
                s.first_ingested_at, s.last_ingested_at
         FROM sources s
         LEFT JOIN k ON k.source = s.name LEFT JOIN m ON m.source = s.name

@@ -30,6 +30,7 @@ _KINDS = (
     ScoreKind("cuda_l1.speedup_cuda_graph", "CUDA-L1: CUDA-graph reference time / kernel time"),
     ScoreKind("cuda_l1.speedup_cudnn", "CUDA-L1: cuDNN-flagged reference time / kernel time"),
     ScoreKind("cuda_l1.score", "CUDA-L1 (level-keyed release): the released speedup score"),
+    ScoreKind("verify.speedup_cuda_graph", "kernel-archive verify: CUDA-graph replay of the reference / kernel time"),
     ScoreKind("robust_kbench.cuda_api_cost", "robust-kbench: LLM API cost of generating the kernel", "USD", False),
     ScoreKind("robust_kbench.verifier_aggregated", "robust-kbench: aggregated LLM-verifier score", "score"),
 )

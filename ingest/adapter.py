@@ -12,7 +12,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +29,10 @@ class IngestRequest:
     gpu: str | None = None
     progress: Progress = field(default_factory=NullProgress)
     options: dict[str, str] = field(default_factory=dict)
+    known_profiles: Callable[[str, Sequence[str]], set[tuple[str, str]]] | None = None
+    """Set by the runner: ``known_profiles(origin, kernel_ids)`` -> the (kernel id, kind) pairs whose profile
+    of that kind (ncu, torch, clang-tidy) from ``origin`` the archive already holds, so an adapter need not
+    parse it again."""
 
     @property
     def local_path(self) -> Path | None:

@@ -5,8 +5,12 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from handmade_archive import Handmade
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = Path(os.environ.get("KERNEL_ARCHIVE_SHARED_DATA", REPO.parent / "shared" / "data"))
@@ -63,3 +67,21 @@ def sample_archive(sample_archive_master: Path, tmp_path: Path) -> Iterator[Path
     copy = tmp_path / "sample.duckdb"
     shutil.copyfile(sample_archive_master, copy)
     yield copy
+
+
+@pytest.fixture(scope="session")
+def handmade_master(tmp_path_factory: pytest.TempPathFactory) -> Handmade:
+    from handmade_archive import build_handmade_archive
+
+    return build_handmade_archive(tmp_path_factory.mktemp("handmade") / "handmade.duckdb")
+
+
+@pytest.fixture
+def handmade(handmade_master: Handmade, tmp_path: Path) -> Handmade:
+    """A private copy of the hand-made archive of tests/handmade_archive.py, with its ids by label."""
+    import dataclasses
+    import shutil
+
+    copy = tmp_path / "handmade.duckdb"
+    shutil.copyfile(handmade_master.path, copy)
+    return dataclasses.replace(handmade_master, path=copy)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Any
 
 import typer
 
@@ -35,6 +36,13 @@ Examples:
 
 Re-running the same ingest adds nothing: every row is keyed by a hash of its content.
 """
+
+
+def post_write_hooks() -> list[tuple[str, Callable[[Any], dict[str, int]]]]:
+    """The hooks every ingest runs inside its transaction: task categories and strategy tags."""
+    from embeddings.annotate import annotate
+
+    return [("annotate", annotate)]
 
 
 def ingest(
@@ -71,7 +79,7 @@ def ingest(
         with progress_bar(enabled=not quiet) as bar:
             request = IngestRequest(name or adapter.name, path, gpu=gpu, progress=bar, options=options)
             try:
-                summary = ingest_source(db, source, request)
+                summary = ingest_source(db, source, request, post_write=post_write_hooks())
             except IngestError as error:
                 raise fail(f"{error}\nnothing was written for source {request.source_name!r}") from None
     added = ", ".join(f"{n:,} {t}" for t, n in sorted(summary.added.items()) if n and t != "sources")
@@ -116,11 +124,17 @@ def sources(
     table = Table("source", "kind", "license", "tasks", "kernels", "measurements", "correct", "GPUs", "origins")
     for r in frame.itertuples():
         gpus = ", ".join(r.gpus) if r.gpus is not None and len(r.gpus) else "-"
-        origins = "\n".join(r.origins) if r.origins is not None else "-"
+        origins = _origins_cell(list(r.origins) if r.origins is not None else [])
         share = f"{r.share_correct:.0%}" if r.share_correct == r.share_correct and r.share_correct is not None else "-"
         table.add_row(r.source, r.kind, r.license or "-", f"{r.tasks:,}", f"{r.kernels:,}", f"{r.measurements:,}",
                       share, gpus, origins)
     out.print(table)
+
+
+def _origins_cell(origins: list[str]) -> str:
+    if not origins:
+        return "-"
+    return origins[0] + (f" (+{len(origins) - 1} more)" if len(origins) > 1 else "")
 
 
 def stats(db: DbOption = None, json_: JsonOption = False) -> None:

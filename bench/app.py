@@ -1,0 +1,331 @@
+"""Explorer page timings on the 30k-kernel benchmark archive: each page's queries, first render, warm render.
+
+For every page (leaderboard, kernel, task, map, sources) it measures, as medians over ``--repeat`` runs:
+
+- ``queries``: the page's named queries as the app runs them uncached (``explorer.archive.run_query``:
+  open the archive read-only, query, close), one after the other;
+- ``cold``: a full server-side run of the page under ``streamlit.testing.v1.AppTest`` right after the
+  archive file's mtime changed (as after a writer commits: every cached query misses), in a process where
+  Streamlit, Plotly and the page modules are already imported;
+- ``warm``: the same page's next rerun (what a user waits for after the first visit; the target is < 1 s).
+
+With ``--browser`` it also serves the archive with ``kernel-archive serve`` and times, in Chromium, each
+page from navigation until it is drawn (tables laid out, the WebGL map's traces built), after a first visit. The archive is built (once, cached) by ``bench/_archive_gen.py``: 30,615 synthetic rows shaped
+like the AI CUDA Engineer Archive, ingested through the real ``sakana`` adapter, then ``kernel-archive
+embed`` (real encoder and UMAP) for the map.
+
+Usage:
+    python bench/app.py                      # build or reuse the archive, print a table
+    python bench/app.py --json               # ... and one JSON object as the last line
+    python bench/app.py --browser --json     # ... and each page's load in Chromium
+    python bench/app.py --db FILE --repeat 3  # build the benchmark archive at FILE
+    python bench/app.py --use my.duckdb       # time an existing archive as it is
+
+Example:
+    >>> PAGE_KEYS
+    ('leaderboard', 'kernel', 'task', 'map', 'sources')
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._archive_gen import FULL_ROWS, build_benchmark_archive  # noqa: E402
+
+PAGE_KEYS = ("leaderboard", "kernel", "task", "map", "sources")
+DEFAULT_DB = Path(tempfile.gettempdir()) / "kernel-archive-bench" / "bench-app-30k.duckdb"
+TARGET_MS = 1000.0
+
+
+@dataclass
+class PagePlan:
+    """A page to time: its URL path and query parameters, and the named queries it runs."""
+
+    key: str
+    url_path: str
+    params: dict[str, str]
+    queries: list[tuple[Any, ...]]
+    ready: str = '[data-testid="stMain"] h1'
+
+
+@dataclass
+class PageTiming:
+    """Median timings of one page, in milliseconds."""
+
+    key: str
+    queries_ms: float
+    cold_ms: float
+    warm_ms: float
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+def ensure_embedded(db: Path) -> None:
+    """Run the real ``kernel-archive embed`` on ``db`` unless it already has a current layout."""
+    from archive_db.connection import connect
+    from archive_db.explorer_queries import current_layout
+
+    with connect(db, read_only=True) as con:
+        if current_layout(con) is not None:
+            return
+    print(f"embedding {db} for the map (real encoder and UMAP; once, then cached) ...", file=sys.stderr)
+    subprocess.run([sys.executable, "-m", "kernel_archive", "embed", "--db", str(db)], check=True)
+
+
+def plan_pages(db: Path) -> list[PagePlan]:
+    """What each page shows on this archive: the top leaderboard kernel, the task with most kernels."""
+    from archive_db.connection import connect
+    from archive_db.explorer_queries import current_layout
+    from archive_db.queries import LeaderboardFilter, leaderboard
+    from explorer.filters import CHOICES
+
+    with connect(db, read_only=True) as con:
+        top = leaderboard(con, LeaderboardFilter(limit=1))
+        kernel_id = str(top["kernel_id"].iloc[0])
+        task_id = str(con.execute(
+            "SELECT task_id FROM kernels GROUP BY task_id ORDER BY count(*) DESC, task_id LIMIT 1").fetchall()[0][0])
+        layout = current_layout(con)
+    f = LeaderboardFilter(limit=500)
+    return [
+        PagePlan("leaderboard", "leaderboard", {}, [
+            ("totals",), *[("distinct_values", choice.field) for choice in CHOICES],
+            ("leaderboard_summary", f), ("leaderboard", f)], ready='[data-testid="stDataFrame"] th'),
+        PagePlan("kernel", "kernel", {"kernel": kernel_id}, [("totals",), ("kernel_detail", kernel_id)],
+                 ready='[data-testid="stCode"]'),
+        PagePlan("task", "task", {"task": task_id}, [("totals",), ("task_detail", task_id)],
+                 ready=".js-plotly-plot"),
+        PagePlan("map", "map", {}, [("totals",), ("current_layout",),
+                                    ("map_points", layout["layout_id"] if layout else None)], ready=".js-plotly-plot"),
+        PagePlan("sources", "sources", {}, [("totals",), ("source_stats",), ("source_gpu_stats",),
+                                            ("source_origins",), ("embedding_status",)],
+                 ready='[data-testid="stDataFrame"] th'),
+    ]
+
+
+BOOT_PLAN = PagePlan("boot", "kernel", {}, [], ready='[data-testid="stMain"] h1')
+
+
+def _median_ms(run: Callable[[], Any], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        run()
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
+
+
+def time_queries(db: Path, plan: PagePlan, repeat: int) -> float:
+    """Median time of running the page's queries uncached, each on its own short connection."""
+    from explorer.archive import run_query
+
+    return _median_ms(lambda: [run_query(db, *query) for query in plan.queries], repeat)
+
+
+def _app_test(plan: PagePlan) -> Any:
+    from streamlit.testing.v1 import AppTest
+
+    from explorer import APP_FILE, page_script
+
+    at = AppTest.from_file(str(APP_FILE), default_timeout=120)
+    at.run()
+    at.switch_page(page_script(plan.url_path))
+    at.query_params.clear()
+    at.query_params.update(plan.params)
+    return at
+
+
+def _checked_run(at: Any) -> None:
+    at.run()
+    if at.exception:
+        raise RuntimeError(f"the page raised: {at.exception[0].message}")
+
+
+def _touch(db: Path) -> None:
+    """Give the archive a new mtime, so the app's per-file-state cache misses as after a write."""
+    stat = db.stat()
+    os.utime(db, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+
+
+def time_renders(db: Path, plan: PagePlan, repeat: int) -> tuple[float, float]:
+    """Median cold (archive just changed) and warm (next rerun) server-side render times of a page."""
+    cold: list[float] = []
+    warm: list[float] = []
+    for _ in range(repeat):
+        at = _app_test(plan)
+        _touch(db)
+        start = time.perf_counter()
+        _checked_run(at)
+        cold.append((time.perf_counter() - start) * 1000)
+        start = time.perf_counter()
+        _checked_run(at)
+        warm.append((time.perf_counter() - start) * 1000)
+    return statistics.median(cold), statistics.median(warm)
+
+
+def _quiet_streamlit() -> None:
+    import streamlit.logger
+    from streamlit.components.v2 import manifest_scanner
+
+    manifest_scanner.scan_component_manifests = functools.cache(manifest_scanner.scan_component_manifests)
+    streamlit.logger.set_log_level("error")
+
+
+def run(db: Path, repeat: int) -> list[PageTiming]:
+    """Time every page of the explorer on ``db``."""
+    os.environ["KERNEL_ARCHIVE_DB"] = str(db)
+    _quiet_streamlit()
+    plans = plan_pages(db)
+    for plan in plans:
+        _checked_run(_app_test(plan))
+    timings = []
+    for plan in plans:
+        queries_ms = time_queries(db, plan, repeat)
+        cold_ms, warm_ms = time_renders(db, plan, repeat)
+        timings.append(PageTiming(plan.key, queries_ms, cold_ms, warm_ms, {"params": plan.params}))
+    return timings
+
+
+BROWSER_READY = """(ready) => document.querySelector(ready) !== null
+    && !document.querySelector('[data-testid="stStatusWidget"]')
+    && !document.querySelector('[data-stale="true"]')
+    && document.querySelector('[data-testid="stMain"] h1') !== null
+    && [...document.querySelectorAll('[data-testid="stDataFrame"]')].filter(e => e.checkVisibility())
+           .every(e => e.querySelector('th'))
+    && [...document.querySelectorAll('.js-plotly-plot')].every(e => e._fullData !== undefined)"""
+
+
+def time_browser(db: Path, plans: list[PagePlan], repeat: int) -> dict[str, float]:
+    """Median time from navigation until a page is drawn in Chromium (its tables laid out, its plots built),
+    after one visit has warmed the server's cache; needs Debian's Chromium at /usr/bin/chromium.
+
+    ``boot`` is the kernel page without an id (a title and one message): what any Streamlit page costs to
+    start in this browser, before the page's own content."""
+    import socket
+    import urllib.parse
+    import urllib.request
+
+    from playwright.sync_api import sync_playwright
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "kernel_archive", "serve", "--db", str(db), "--port", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1):
+                    break
+            except OSError:
+                time.sleep(0.2)
+        result: dict[str, float] = {}
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=[
+                "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                "--disable-component-update", "--no-first-run"])
+            page = browser.new_page(viewport={"width": 1440, "height": 900})
+            for plan in [BOOT_PLAN, *plans]:
+                address = f"{url}/{plan.url_path}?{urllib.parse.urlencode(plan.params)}"
+
+                def load(address: str = address, ready: str = plan.ready) -> None:
+                    page.goto(address)
+                    page.wait_for_function(BROWSER_READY, arg=ready, timeout=60_000, polling=20)
+
+                load()
+                result[plan.key] = _median_ms(load, repeat)
+            browser.close()
+        return result
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
+def archive_facts(db: Path) -> dict[str, int]:
+    """Row counts of the benchmark archive."""
+    from archive_db.connection import connect
+    from archive_db.queries import totals
+
+    with connect(db, read_only=True) as con:
+        return totals(con)
+
+
+def print_table(timings: list[PageTiming], facts: dict[str, int], db: Path) -> None:
+    """A readable table of the timings."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"explorer pages on {facts['kernels']:,} kernels / {facts['projections']:,} map points "
+                        f"({db.name})")
+    browser = any("browser_ms" in t.detail for t in timings)
+    columns = ["page", "queries (uncached)", "first render (cold)", "rerun (warm)"]
+    columns += ["in Chromium (warm)"] if browser else []
+    for column in (*columns, f"warm rerun < {TARGET_MS:.0f} ms"):
+        table.add_column(column, justify="left" if column == "page" else "right", no_wrap=column == "page")
+    for t in timings:
+        worst = t.warm_ms
+        cells = [t.key, f"{t.queries_ms:,.0f} ms", f"{t.cold_ms:,.0f} ms", f"{t.warm_ms:,.0f} ms"]
+        cells += [f"{t.detail['browser_ms']:,.0f} ms"] if browser else []
+        table.add_row(*cells, "yes" if worst < TARGET_MS else "NO")
+    Console().print(table)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--db", type=Path, default=DEFAULT_DB,
+                        help=f"where the benchmark archive is built and cached (replaced if incomplete; {DEFAULT_DB})")
+    parser.add_argument("--use", type=Path, default=None, help="time an existing archive as it is instead")
+    parser.add_argument("--rows", type=int, default=FULL_ROWS, help="rows of the synthetic archive to build")
+    parser.add_argument("--repeat", type=int, default=5, help="runs per measurement (median reported)")
+    parser.add_argument("--no-embed", action="store_true", help="do not run `kernel-archive embed` for the map")
+    parser.add_argument("--browser", action="store_true",
+                        help="also time each page in Chromium through `kernel-archive serve` (warm)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+    args = parser.parse_args(argv)
+    db = args.use or build_benchmark_archive(args.db, n_rows=args.rows)
+    if not args.no_embed:
+        ensure_embedded(db)
+    timings = run(db, args.repeat)
+    boot_ms = None
+    if args.browser:
+        browser_ms = time_browser(db, plan_pages(db), args.repeat)
+        boot_ms = browser_ms.pop("boot")
+        for key, ms in browser_ms.items():
+            next(t for t in timings if t.key == key).detail["browser_ms"] = ms
+    facts = archive_facts(db)
+    print_table(timings, facts, db)
+    if boot_ms is not None:
+        print(f"an empty page of the app (Streamlit's start in this browser) takes {boot_ms:,.0f} ms")
+    if args.json:
+        result: dict[str, Any] = {"kernels": facts["kernels"], "map_points": facts["projections"],
+                                  "repeat": args.repeat}
+        if boot_ms is not None:
+            result["boot_browser_ms"] = round(boot_ms, 1)
+        for t in timings:
+            result[f"{t.key}_ms"] = round(t.warm_ms, 1)
+            result[f"{t.key}_cold_ms"] = round(t.cold_ms, 1)
+            result[f"{t.key}_queries_ms"] = round(t.queries_ms, 1)
+            if "browser_ms" in t.detail:
+                result[f"{t.key}_browser_ms"] = round(t.detail["browser_ms"], 1)
+        print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,372 @@
+"""``kernel-archive embed``: normalise, encode what is new, update neighbours and the map.
+
+One run does, in order:
+
+1. ``annotate`` (task categories and strategy tags that are missing);
+2. normalise every kernel with code that has no vector yet for this model and normaliser, and encode
+   only the normalised texts whose hash has no cached vector (``embeddings`` is keyed by content hash,
+   model and normaliser, so identical kernels are encoded once and re-runs encode nothing);
+3. if there is no current layout for this model (or ``fresh_layout``): the k-NN graph of all vectors,
+   the ``neighbours`` table from it, and a UMAP fit on the same graph, stored as the new current layout;
+4. otherwise: exact neighbours of the new kernels, the old kernels whose neighbour lists the new ones
+   enter, and the new kernels placed on the stored map with the pickled reducer's ``transform``.
+
+Each step commits on its own (vectors are valid facts even if the map step is interrupted); the map
+step writes layout, projections and neighbours in one transaction.
+
+Example:
+    >>> from archive_db.connection import connect
+    >>> from embeddings.encoder import EncoderSpec
+    >>> with connect("/tmp/doc-embed.duckdb") as con:  # doctest: +SKIP
+    ...     report = embed_archive(con, EncoderSpec.resolve(None))
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from archive_db.keys import sha256, short_hash
+from archive_db.writer import utcnow
+from embeddings.annotate import annotate
+from embeddings.encoder import Encoder, EncoderSpec
+from embeddings.knn import knn_graph, top_k, unit
+from embeddings.layout import (
+    MIN_POINTS,
+    dump_reducer,
+    fit_layout,
+    layout_neighbours,
+    load_reducer,
+    place,
+    umap_params,
+)
+from embeddings.normalise import NORMALISER, NORMALISERS
+from ingest.progress import NullProgress, Progress
+
+NEIGHBOURS_K = 10
+
+
+@dataclass
+class EmbedReport:
+    """What one ``embed`` run did, with the seconds each step took."""
+
+    model: str
+    normaliser: str
+    kernels: int = 0
+    new_kernels: int = 0
+    encoded: int = 0
+    reused: int = 0
+    layout_id: str | None = None
+    layout_action: str = "none"
+    fitted: int = 0
+    placed: int = 0
+    neighbour_rows: int = 0
+    annotated: dict[str, int] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+@contextmanager
+def _transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+
+
+def _insert(con: duckdb.DuckDBPyConnection, table: str, data: pa.Table, verb: str = "INSERT OR IGNORE") -> None:
+    name = f"_staged_{table}"
+    con.register(name, data)
+    try:
+        columns = ", ".join(data.column_names)
+        con.execute(f"{verb} INTO {table} ({columns}) SELECT {columns} FROM {name}").fetchall()
+    finally:
+        con.unregister(name)
+
+
+class _Timer:
+    def __init__(self, report: EmbedReport) -> None:
+        self.report = report
+
+    @contextmanager
+    def __call__(self, step: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.report.seconds[step] = round(self.report.seconds.get(step, 0.0) + time.perf_counter() - started, 3)
+
+
+def encode_missing(
+    con: duckdb.DuckDBPyConnection,
+    encoder: Encoder,
+    normaliser: str = NORMALISER,
+    progress: Progress | None = None,
+) -> tuple[int, int, int]:
+    """Vectors for kernels that lack one under this model and normaliser; returns (new kernels, encoded, reused)."""
+    progress = progress or NullProgress()
+    model = encoder.spec.key
+    normalise = NORMALISERS[normaliser]
+    rows = con.execute(
+        """SELECT k.kernel_id, k.code, k.form FROM kernels k
+           WHERE k.code IS NOT NULL AND NOT EXISTS (
+               SELECT 1 FROM kernel_embeddings e
+               WHERE e.kernel_id = k.kernel_id AND e.model = ? AND e.normaliser = ?)
+           ORDER BY k.kernel_id""",
+        [model, normaliser],
+    ).fetchall()
+    if not rows:
+        return 0, 0, 0
+    progress.start("normalising kernels", total=len(rows))
+    hashes: list[str] = []
+    texts: dict[str, str] = {}
+    for index, (_, code, form) in enumerate(rows):
+        text = normalise(code, form)
+        content_hash = sha256(f"{normaliser}\n{text}")[:32]
+        hashes.append(content_hash)
+        texts.setdefault(content_hash, text)
+        if index % 256 == 255:
+            progress.advance(256)
+    progress.advance(len(rows) % 256)
+    wanted = pa.table({"content_hash": pa.array(sorted(texts), pa.string())})
+    con.register("_wanted_hashes", wanted)
+    try:
+        cached = {
+            h
+            for (h,) in con.execute(
+                "SELECT e.content_hash FROM embeddings e JOIN _wanted_hashes w USING (content_hash) "
+                "WHERE e.model = ? AND e.normaliser = ?",
+                [model, normaliser],
+            ).fetchall()
+        }
+    finally:
+        con.unregister("_wanted_hashes")
+    missing = [h for h in texts if h not in cached]
+    progress.start(f"encoding with {model}", total=len(missing))
+    vectors = encoder.encode([texts[h] for h in missing], advance=progress.advance)
+    with _transaction(con):
+        if missing:
+            dim = vectors.shape[1]
+            _insert(
+                con,
+                "embeddings",
+                pa.table(
+                    {
+                        "content_hash": pa.array(missing, pa.string()),
+                        "model": pa.array([model] * len(missing), pa.string()),
+                        "normaliser": pa.array([normaliser] * len(missing), pa.string()),
+                        "dim": pa.array([dim] * len(missing), pa.int32()),
+                        "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float32()), dim)
+                        .cast(pa.list_(pa.float32())),
+                    }
+                ),
+            )
+        kernel_ids = [r[0] for r in rows]
+        con.register("_new_kernels", pa.table({"kernel_id": pa.array(kernel_ids, pa.string())}))
+        try:
+            con.execute(
+                "DELETE FROM kernel_embeddings WHERE model = ? AND kernel_id IN (SELECT kernel_id FROM _new_kernels)",
+                [model],
+            ).fetchall()
+        finally:
+            con.unregister("_new_kernels")
+        _insert(
+            con,
+            "kernel_embeddings",
+            pa.table(
+                {
+                    "kernel_id": pa.array(kernel_ids, pa.string()),
+                    "model": pa.array([model] * len(rows), pa.string()),
+                    "normaliser": pa.array([normaliser] * len(rows), pa.string()),
+                    "content_hash": pa.array(hashes, pa.string()),
+                }
+            ),
+        )
+    return len(rows), len(missing), len(texts) - len(missing)
+
+
+def load_vectors(con: duckdb.DuckDBPyConnection, model: str, normaliser: str) -> tuple[list[str], np.ndarray]:
+    """(kernel ids sorted, unit vectors in that order) of every kernel embedded with this model."""
+    table = con.sql(
+        """SELECT k.kernel_id, e.vector FROM kernel_embeddings k
+           JOIN embeddings e ON e.content_hash = k.content_hash AND e.model = k.model
+                            AND e.normaliser = k.normaliser
+           WHERE k.model = ? AND k.normaliser = ? ORDER BY k.kernel_id""",
+        params=[model, normaliser],
+    ).to_arrow_table()
+    ids = table.column("kernel_id").to_pylist()
+    if not ids:
+        return [], np.zeros((0, 0), dtype=np.float32)
+    column = table.column("vector").combine_chunks()
+    flat = column.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+    return ids, unit(flat.reshape(len(ids), -1))
+
+
+def _neighbour_table(model: str, ids: list[str], rows: np.ndarray, indices: np.ndarray, distances: np.ndarray) -> pa.Table:
+    k = indices.shape[1]
+    return pa.table(
+        {
+            "kernel_id": pa.array(np.repeat(np.asarray(ids, dtype=object)[rows], k), pa.string()),
+            "model": pa.array([model] * (len(rows) * k), pa.string()),
+            "rank": pa.array(np.tile(np.arange(1, k + 1, dtype=np.int32), len(rows)), pa.int32()),
+            "neighbour_id": pa.array(np.asarray(ids, dtype=object)[indices.reshape(-1)], pa.string()),
+            "distance": pa.array(distances.reshape(-1).astype(np.float64), pa.float64()),
+        }
+    )
+
+
+def _current_layout(con: duckdb.DuckDBPyConnection, model: str, normaliser: str) -> tuple[str, Any] | None:
+    rows = con.execute(
+        "SELECT layout_id, params, fitted_model FROM layouts WHERE model = ? AND is_current "
+        "ORDER BY created_at DESC LIMIT 1",
+        [model],
+    ).fetchall()
+    if not rows:
+        return None
+    layout_id, params, blob = rows[0]
+    if json.loads(params or "{}").get("normaliser") != normaliser or blob is None:
+        return None
+    return layout_id, blob
+
+
+def _fit(con: duckdb.DuckDBPyConnection, model: str, normaliser: str, ids: list[str], vectors: np.ndarray,
+         k: int, seed: int | None, report: EmbedReport, timer: _Timer, progress: Progress) -> None:
+    n = len(ids)
+    graph_k = max(layout_neighbours(n), min(k, n - 1) + 1)
+    progress.start(f"k-NN graph of {n:,} kernels", total=None)
+    with timer("knn"):
+        graph = knn_graph(vectors, graph_k)
+    neighbours_k = min(k, n - 1)
+    coords, blob, params = None, None, None
+    if n >= MIN_POINTS:
+        progress.start(f"UMAP layout of {n:,} kernels", total=None)
+        with timer("umap"):
+            coords, reducer = fit_layout(vectors, graph, seed)
+        with timer("pickle"):
+            blob = dump_reducer(reducer)
+        params = {**umap_params(n, seed), "normaliser": normaliser,
+                  "knn": "exact" if graph.search_index is None else "pynndescent", "neighbours_k": neighbours_k}
+    progress.start("writing neighbours and map", total=None)
+    with timer("write"), _transaction(con):
+        con.execute("DELETE FROM neighbours WHERE model = ?", [model]).fetchall()
+        if neighbours_k > 0:
+            table = _neighbour_table(model, ids, np.arange(n), graph.indices[:, 1 : neighbours_k + 1],
+                                     graph.distances[:, 1 : neighbours_k + 1])
+            _insert(con, "neighbours", table)
+            report.neighbour_rows = table.num_rows
+        if coords is not None:
+            layout_id = short_hash("layout", model, normaliser, ids, time.time())
+            con.execute("UPDATE layouts SET is_current = false WHERE is_current").fetchall()
+            con.execute(
+                "INSERT INTO layouts VALUES (?, ?, 'umap', ?, ?, ?, ?, true, ?)",
+                [layout_id, model, json.dumps(params), n, short_hash("state", ids), utcnow(), blob],
+            ).fetchall()
+            _insert(con, "projections", pa.table({
+                "kernel_id": pa.array(ids, pa.string()),
+                "layout_id": pa.array([layout_id] * n, pa.string()),
+                "x": pa.array(coords[:, 0]), "y": pa.array(coords[:, 1]),
+                "placed_by": pa.array(["fit"] * n, pa.string()),
+            }))
+            report.layout_id, report.layout_action, report.fitted = layout_id, "fit", n
+
+
+def _update(con: duckdb.DuckDBPyConnection, model: str, layout: tuple[str, Any], ids: list[str],
+            vectors: np.ndarray, k: int, report: EmbedReport, timer: _Timer, progress: Progress) -> None:
+    layout_id, blob = layout
+    placed = {r[0] for r in con.execute("SELECT kernel_id FROM projections WHERE layout_id = ?", [layout_id]).fetchall()}
+    listed = {r[0] for r in con.execute("SELECT DISTINCT kernel_id FROM neighbours WHERE model = ?", [model]).fetchall()}
+    position = {kernel_id: i for i, kernel_id in enumerate(ids)}
+    new_rows = np.array([i for i, kernel_id in enumerate(ids) if kernel_id not in placed or kernel_id not in listed],
+                        dtype=np.int64)
+    report.layout_id = layout_id
+    if len(new_rows) == 0:
+        report.layout_action = "up to date"
+        return
+    n = len(ids)
+    k = min(k, n - 1)
+    progress.start(f"neighbours of {len(new_rows):,} new kernels", total=None)
+    with timer("knn"):
+        new_idx, new_dist = top_k(vectors[new_rows], vectors, k, exclude=new_rows)
+        kth = dict(con.execute("SELECT kernel_id, max(distance) FROM neighbours WHERE model = ? GROUP BY kernel_id",
+                               [model]).fetchall())
+        old_rows = np.array([position[i] for i in kth if i in position], dtype=np.int64)
+        affected = np.zeros(0, dtype=np.int64)
+        if len(old_rows):
+            new_set = set(new_rows.tolist())
+            old_rows = np.array([r for r in old_rows.tolist() if r not in new_set], dtype=np.int64)
+            if len(old_rows):
+                closest_new = 1.0 - (vectors[old_rows] @ vectors[new_rows].T).max(axis=1)
+                limits = np.array([kth[ids[r]] for r in old_rows])
+                affected = old_rows[closest_new < limits]
+        aff_idx, aff_dist = top_k(vectors[affected], vectors, k, exclude=affected)
+    coords = None
+    todo = np.array([r for r in new_rows.tolist() if ids[r] not in placed], dtype=np.int64)
+    if len(todo):
+        progress.start(f"placing {len(todo):,} kernels on the map", total=None)
+        with timer("umap"):
+            coords = place(load_reducer(blob), vectors[todo])
+    with timer("write"), _transaction(con):
+        refreshed = np.concatenate([new_rows, affected])
+        con.register("_refreshed", pa.table({"kernel_id": pa.array([ids[r] for r in refreshed], pa.string())}))
+        try:
+            con.execute("DELETE FROM neighbours WHERE model = ? AND kernel_id IN (SELECT kernel_id FROM _refreshed)",
+                        [model]).fetchall()
+        finally:
+            con.unregister("_refreshed")
+        table = pa.concat_tables([_neighbour_table(model, ids, new_rows, new_idx, new_dist),
+                                  _neighbour_table(model, ids, affected, aff_idx, aff_dist)])
+        _insert(con, "neighbours", table)
+        report.neighbour_rows = table.num_rows
+        if coords is not None:
+            _insert(con, "projections", pa.table({
+                "kernel_id": pa.array([ids[r] for r in todo], pa.string()),
+                "layout_id": pa.array([layout_id] * len(todo), pa.string()),
+                "x": pa.array(coords[:, 0]), "y": pa.array(coords[:, 1]),
+                "placed_by": pa.array(["transform"] * len(todo), pa.string()),
+            }))
+            report.placed = len(todo)
+    report.layout_action = "transform"
+
+
+def embed_archive(
+    con: duckdb.DuckDBPyConnection,
+    spec: EncoderSpec,
+    *,
+    fresh_layout: bool = False,
+    normaliser: str = NORMALISER,
+    k: int = NEIGHBOURS_K,
+    seed: int | None = None,
+    progress: Progress | None = None,
+    encoder: Encoder | None = None,
+) -> EmbedReport:
+    """Bring embeddings, neighbours and the map of the archive on ``con`` up to date."""
+    progress = progress or NullProgress()
+    report = EmbedReport(spec.key, normaliser)
+    timer = _Timer(report)
+    with timer("annotate"), _transaction(con):
+        report.annotated = annotate(con)
+    encoder = encoder or Encoder(spec)
+    with timer("encode"):
+        report.new_kernels, report.encoded, report.reused = encode_missing(con, encoder, normaliser, progress)
+    with timer("load"):
+        ids, vectors = load_vectors(con, spec.key, normaliser)
+    report.kernels = len(ids)
+    if len(ids) < 2:
+        report.layout_action = "too few kernels"
+        return report
+    layout = None if fresh_layout else _current_layout(con, spec.key, normaliser)
+    if layout is None:
+        _fit(con, spec.key, normaliser, ids, vectors, k, seed, report, timer, progress)
+    else:
+        _update(con, spec.key, layout, ids, vectors, k, report, timer, progress)
+    return report

@@ -1,0 +1,144 @@
+"""Task page (``?task=ID``): reference code, every kernel and measurement, baselines, distribution, lineage."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from archive_db.queries import TaskDetail
+from explorer import params as url
+from explorer.archive import read, require_content
+from explorer.lineage import lineages
+from explorer.views import (
+    code_span,
+    fmt_share,
+    fmt_speedup,
+    link_config,
+    ms_column,
+    not_found,
+    plain,
+    speedup_column,
+    table_height,
+    with_links,
+)
+
+KERNEL_COLUMNS = ["kernel_page", "kernel_name", "source", "measured_by", "gpu", "timing_mode", "correct",
+                  "speedup_eager", "speedup_compile", "kernel_ms", "eager_ms", "compile_ms", "max_diff",
+                  "generator", "experiment", "error"]
+MAX_LINEAGES_PLOTTED = 12
+
+
+def _header(d: TaskDetail) -> None:
+    t = d.task
+    st.title(plain(t.get("name") or t["task_id"]))
+    facts = {"level": t.get("level"), "problem": t.get("problem_id"), "category": t.get("category"),
+             "KernelBench version": t.get("kb_version"), "first seen in": t.get("first_source"),
+             "task id": t["task_id"]}
+    st.caption(" · ".join(f"{name}: {code_span(value)}" for name, value in facts.items() if value is not None))
+    k = d.kernels
+    measured = k[k["measurement_id"].notna()]
+    correct = measured[measured["correct"].fillna(False).astype(bool)]
+    cells = (
+        ("Kernels", f"{k['kernel_id'].nunique():,}"),
+        ("Measurements", f"{len(measured):,}"),
+        ("Share correct", fmt_share(len(correct) / len(measured) if len(measured) else None)),
+        ("Best x eager", fmt_speedup(correct["speedup_eager"].max() if len(correct) else None)),
+        ("Best x compile", fmt_speedup(correct["speedup_compile"].max() if len(correct) else None)),
+    )
+    for column, (label, value) in zip(st.columns(len(cells), border=True), cells, strict=True):
+        column.metric(label, value)
+
+
+def _reference(d: TaskDetail) -> None:
+    if d.task.get("reference_code"):
+        st.code(d.task["reference_code"], language="python", line_numbers=True)
+    else:
+        st.info("The source names this task without releasing its reference code.", icon=":material/lock:")
+    if d.task.get("functional_code"):
+        with st.expander("Functional form"):
+            st.code(d.task["functional_code"], language="python")
+    for row in d.reference_variants.itertuples():
+        with st.expander(f"Reference variant {plain(row.variant)} from {plain(row.source)}"):
+            st.code(row.code, language="python")
+    if not d.aliases.empty:
+        st.caption("How each source names this task")
+        st.dataframe(d.aliases.drop(columns=["task_id"]), hide_index=True)
+
+
+def _distribution(d: TaskDetail) -> None:
+    import plotly.express as px
+
+    k = d.kernels
+    correct = k[k["correct"].fillna(False).astype(bool) & (k["speedup_eager"] > 0)]
+    if correct.empty:
+        st.info("No correct kernel with a measured speedup for this task.", icon=":material/bar_chart:")
+        return
+    frame = correct.assign(where=correct["source"] + " @ " + correct["gpu"].fillna("?"))
+    fig = px.strip(frame, x="speedup_eager", y="where", color="source", log_x=True, hover_name="kernel_name",
+                   hover_data={"speedup_eager": ":.2f", "where": False}, stripmode="overlay",
+                   labels={"speedup_eager": "speedup over eager PyTorch (log)", "where": ""})
+    fig.add_vline(x=1.0, line_dash="dash", line_color="grey", annotation_text="eager PyTorch")
+    fig.update_traces(jitter=0.6, marker={"size": 8, "opacity": 0.75})
+    fig.update_layout(height=min(420, 150 + 50 * frame["where"].nunique()),
+                      margin={"l": 10, "r": 10, "t": 30, "b": 10}, showlegend=False)
+    st.plotly_chart(fig, key="task_distribution")
+
+
+def _kernels(d: TaskDetail) -> None:
+    frame = with_links(d.kernels)
+    st.dataframe(frame, column_order=[c for c in KERNEL_COLUMNS if c in frame], hide_index=True,
+                 height=table_height(len(frame), 420),
+                 key="task_kernels", column_config={
+                     **link_config(), "speedup_eager": speedup_column("x eager"),
+                     "speedup_compile": speedup_column("x compile"), "kernel_ms": ms_column("kernel"),
+                     "eager_ms": ms_column("eager"), "compile_ms": ms_column("compile"),
+                     "max_diff": st.column_config.NumberColumn("max diff", format="%.2e")})
+
+
+def _baselines(d: TaskDetail) -> None:
+    if d.baselines.empty:
+        st.info("No baseline timings are linked to this task.", icon=":material/speed:")
+        return
+    columns = ["source", "kb_version", "gpu", "hardware", "variant", "mean_ms", "std_ms", "min_ms", "max_ms",
+               "n_trials"]
+    st.dataframe(d.baselines[[c for c in columns if c in d.baselines]], hide_index=True, column_config={
+        "mean_ms": ms_column("mean"), "std_ms": ms_column("std"), "min_ms": ms_column("min"),
+        "max_ms": ms_column("max")})
+
+
+def _lineage(d: TaskDetail) -> None:
+    import plotly.express as px
+
+    chains = lineages(d.kernels)
+    if chains.empty:
+        st.info("No source recorded edit lineage (base -> edits) for this task's kernels.", icon=":material/account_tree:")
+        return
+    st.dataframe(chains, hide_index=True, key="lineages",
+                 column_config={"best": speedup_column("best"), "chain": st.column_config.TextColumn(width="large")})
+    k = d.kernels[d.kernels["lineage"].isin(chains["lineage"].head(MAX_LINEAGES_PLOTTED))]
+    k = k[k["correct"].fillna(False).astype(bool)]
+    if k["lineage_step"].nunique() > 1:
+        points = k.groupby(["lineage", "lineage_step"])["speedup_eager"].max().reset_index()
+        fig = px.line(points, x="lineage_step", y="speedup_eager", color="lineage", markers=True,
+                      labels={"lineage_step": "edit step (0 = base)", "speedup_eager": "best x eager"})
+        fig.update_layout(height=320, margin={"l": 10, "r": 10, "t": 10, "b": 10})
+        st.plotly_chart(fig, key="lineage_plot")
+
+
+def main() -> None:
+    raw = st.query_params.get("task")
+    task_id = url.clean_id(raw)
+    require_content()
+    detail = read("task_detail", task_id) if task_id else None
+    if detail is None:
+        st.title("Task")
+        not_found("task", url.clean_text(raw))
+        return
+    _header(detail)
+    _distribution(detail)
+    sections = st.tabs(["Kernels", "Reference", "Baselines", "Lineage"])
+    for tab, render in zip(sections, (_kernels, _reference, _baselines, _lineage), strict=True):
+        with tab:
+            render(detail)
+
+
+main()

@@ -1,0 +1,69 @@
+"""``kernel-archive serve``: open the explorer (a Streamlit app) on an archive file."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated
+
+import typer
+
+from kernel_archive.cli.common import DbOption, console, fail, out
+
+SERVE_HELP = """Open the explorer on an archive: leaderboard, task and kernel pages, the embedding map, sources.
+
+The command becomes the Streamlit server (it replaces this process, so stopping it stops the app).
+The app reads the archive through short read-only connections, so `kernel-archive ingest`, `embed` and
+`verify` can write to the same file while it is open; reload a page to see what they added.
+
+Examples:
+
+  kernel-archive serve
+
+  kernel-archive serve --db runs/archive.duckdb --port 8600
+
+  kernel-archive serve --host 0.0.0.0   # reachable from other machines: mind who can see your archive
+"""
+
+STREAMLIT_SETTINGS: dict[str, str] = {
+    "server.headless": "true",
+    "server.fileWatcherType": "none",
+    "server.runOnSave": "false",
+    "browser.gatherUsageStats": "false",
+    "client.toolbarMode": "minimal",
+}
+
+
+def streamlit_command(port: int, host: str) -> list[str]:
+    """The ``streamlit run`` command line for the explorer's ``app.py``."""
+    from explorer import APP_FILE
+
+    settings = {**STREAMLIT_SETTINGS, "server.port": str(port), "server.address": host}
+    return [sys.executable, "-m", "streamlit", "run", str(APP_FILE),
+            *(f"--{key}={value}" for key, value in settings.items())]
+
+
+def serve(
+    db: DbOption = None,
+    port: Annotated[int, typer.Option(help="Port to listen on.", min=1, max=65535)] = 8501,
+    host: Annotated[str, typer.Option(help="Address to listen on; 127.0.0.1 keeps it on this machine.")] = "127.0.0.1",
+) -> None:
+    from archive_db.paths import ENV_VAR, resolve_db_path
+    from explorer import APP_FILE
+
+    path = resolve_db_path(db).resolve()
+    if not APP_FILE.exists():
+        raise fail(f"the explorer's app.py is missing at {APP_FILE}; reinstall kernel-archive from its repository")
+    if not path.exists():
+        console.print(f"[yellow]no archive at {path} yet[/]: the app will show how to ingest one.")
+    url_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    out.print(f"kernel-archive explorer on [bold]{path}[/]\n  open [link]http://{url_host}:{port}[/link]  "
+              "(Ctrl+C stops it)", highlight=False)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    command = streamlit_command(port, host)
+    os.execve(command[0], command, {**os.environ, ENV_VAR: str(path)})
+
+
+def register(app: typer.Typer) -> None:
+    app.command(help=SERVE_HELP)(serve)

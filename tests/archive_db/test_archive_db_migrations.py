@@ -1,0 +1,79 @@
+"""The one schema file and the forward migrations from older archives."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from archive_db import migrations
+from archive_db.connection import connect
+from archive_db.migrations import Migration, current_version, ensure_schema, schema_sql
+
+
+def declared_tables() -> set[str]:
+    return set(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", schema_sql()))
+
+
+def test_every_declared_table_is_created(archive_path: Path) -> None:
+    with connect(archive_path) as con:
+        tables = {r[0] for r in con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'").fetchall()}
+    assert declared_tables() <= tables
+    assert {"tasks", "kernels", "measurements", "baselines", "ncu_metrics", "ncu_rules", "torch_profile_events",
+            "clang_tidy_findings", "embeddings", "projections", "neighbours", "layouts", "kernel_tags",
+            "verifications", "verification_checks"} <= tables
+
+
+def test_every_table_but_the_version_log_has_a_primary_key(archive_path: Path) -> None:
+    with connect(archive_path) as con:
+        keyed = {r[0] for r in con.execute(
+            "SELECT table_name FROM duckdb_constraints() WHERE constraint_type = 'PRIMARY KEY'").fetchall()}
+    assert declared_tables() - keyed == {"schema_info"}
+
+
+def test_an_empty_file_has_no_version_and_a_fresh_one_the_current() -> None:
+    con = duckdb.connect()
+    assert current_version(con) is None
+    assert ensure_schema(con) == migrations.SCHEMA_VERSION
+    assert ensure_schema(con) == migrations.SCHEMA_VERSION
+    assert con.execute("SELECT count(*) FROM schema_info").fetchall() == [(1,)]
+
+
+def test_an_old_archive_is_brought_forward_keeping_its_rows(
+    archive_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with connect(archive_path) as con:
+        con.execute("INSERT INTO kernel_tags VALUES ('k1', 'tiling', 3, '__shared__ float s[32];')")
+    old = migrations.SCHEMA_VERSION
+    monkeypatch.setattr(migrations, "SCHEMA_VERSION", old + 2)
+    monkeypatch.setattr(migrations, "MIGRATIONS", (
+        Migration(old, "ALTER TABLE kernel_tags ADD COLUMN confidence DOUBLE", "tags get a confidence"),
+        Migration(old + 1, "UPDATE kernel_tags SET confidence = 1.0", "old tags were certain"),
+    ))
+    with connect(archive_path) as con:
+        assert current_version(con) == old + 2
+        assert con.execute("SELECT kernel_id, confidence FROM kernel_tags").fetchall() == [("k1", 1.0)]
+
+
+def test_a_failing_migration_leaves_the_archive_as_it_was(
+    archive_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with connect(archive_path):
+        pass
+    old = migrations.SCHEMA_VERSION
+    monkeypatch.setattr(migrations, "SCHEMA_VERSION", old + 2)
+    monkeypatch.setattr(migrations, "MIGRATIONS", (
+        Migration(old, "ALTER TABLE kernel_tags ADD COLUMN confidence DOUBLE", "first step"),
+        Migration(old + 1, "ALTER TABLE no_such_table ADD COLUMN x INTEGER", "broken step"),
+    ))
+    with pytest.raises(duckdb.CatalogException, match="no_such_table"), connect(archive_path):
+        pass
+    monkeypatch.setattr(migrations, "SCHEMA_VERSION", old)
+    with connect(archive_path, read_only=True) as con:
+        assert current_version(con) == old
+        columns = [r[0] for r in con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = 'kernel_tags'").fetchall()]
+    assert "confidence" not in columns

@@ -1,0 +1,39 @@
+"""Reading kernel source: comments blanked with line numbers kept, CUDA found inside Python files."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from embeddings_testing import cuda_l1_record
+
+from embeddings.source import embedded_cuda, matching_brace, strip_comments
+
+
+def test_comment_stripping_keeps_every_line(sakana_rows: list[dict[str, Any]]) -> None:
+    for row in sakana_rows:
+        code = row["CUDA_Code"]
+        stripped = strip_comments(code, "cuda-binding")
+        assert stripped.count("\n") == code.count("\n")
+        assert "//" not in stripped.replace("://", "")
+
+
+def test_strings_survive_and_python_comments_go() -> None:
+    code = 'x = "a // b # c"  # note\nsrc = """\n// kernel note\n__global__ void k() {}\n"""\ny = a // b\n'
+    stripped = strip_comments(code, "model-new")
+    assert stripped.splitlines() == ['x = "a // b # c"  ', 'src = """', "", "__global__ void k() {}", '"""',
+                                     "y = a // b"]
+
+
+def test_cuda_sources_are_found_in_a_real_model_new_file(cuda_l1_rows: list[dict[str, Any]]) -> None:
+    inline = [r for r in cuda_l1_rows if r["custom_code"] not in (None, "None") and "load_inline" in r["custom_code"]]
+    assert len(inline) > 50
+    for record in inline:
+        sources = embedded_cuda(record["custom_code"])
+        assert sources, (record["level_id"], record["task_id"])
+    assert embedded_cuda(cuda_l1_record(cuda_l1_rows, 1, 1)["custom_code"]) == []
+
+
+def test_matching_brace() -> None:
+    text = "void f() { if (x) { y(); } } int z;"
+    assert text[: matching_brace(text, text.index("{"))] == "void f() { if (x) { y(); } }"
+    assert matching_brace("{ {", 0) == 3

@@ -1,0 +1,289 @@
+"""The explorer in a real browser: Debian's Chromium driven by Playwright against ``kernel-archive serve``.
+
+It walks the leaderboard -> filter -> kernel page -> task page path and checks the code and NCU tables;
+runs ``kernel-archive verify --static-only``, ``embed`` and ``ingest`` on the served file while a page is
+open and checks each shows after a reload (the verification history, the WebGL map, the new source); and
+saves a screenshot of each page to ``docs/screenshots/``.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from archive_db.connection import connect
+from archive_db.explorer_queries import current_layout
+from explorer import ROOT
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run"]
+SCREENSHOTS = ROOT / "docs" / "screenshots"
+VIEWPORT = {"width": 1440, "height": 900}
+TIMEOUT_MS = 30_000
+
+
+@dataclass
+class Served:
+    """A running ``kernel-archive serve`` and the archive file it serves."""
+
+    url: str
+    db: Path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_healthy(url: str, process: subprocess.Popen[Any], seconds: float = 90) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"kernel-archive serve exited with {process.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.read().strip() == b"ok":
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise TimeoutError(f"{url} did not answer within {seconds:.0f}s")
+
+
+def _cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kernel_archive", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def served(sample_archive_master: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    if not CHROMIUM.exists():
+        pytest.skip(f"Debian's Chromium is not installed at {CHROMIUM} (`./dev test` installs it)")
+    db = tmp_path_factory.mktemp("served") / "archive.duckdb"
+    shutil.copyfile(sample_archive_master, db)
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kernel_archive", "serve", "--db", str(db), "--port", str(port)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, process)
+        yield Served(url, db)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture(scope="module")
+def browser(served: Served) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport=VIEWPORT, device_scale_factor=1)
+    tab = context.new_page()
+    tab.set_default_timeout(TIMEOUT_MS)
+    errors: list[str] = []
+    tab.on("pageerror", lambda error: errors.append(str(error)))
+    yield tab
+    context.close()
+    assert not errors, errors
+
+
+def _settle(page: Any) -> None:
+    """Wait until the page's script ran: its title is drawn, no run indicator, no element still stale."""
+    page.wait_for_selector('[data-testid="stApp"]')
+    page.wait_for_function(
+        """() => document.querySelector('[data-testid="stMain"] h1') !== null
+                && !document.querySelector('[data-testid="stStatusWidget"]')
+                && !document.querySelector('[data-stale="true"]')""")
+    page.wait_for_timeout(400)
+
+
+def _no_traceback(page: Any) -> None:
+    assert page.locator('[data-testid="stException"]').count() == 0
+
+
+def _column_index(frame: Any, title: str) -> str:
+    """The ``aria-colindex`` of a dataframe column, from the grid's accessible table."""
+    headers = frame.locator('th[role="columnheader"]').evaluate_all(
+        "els => els.map(e => [e.getAttribute('aria-colindex'), e.textContent.trim()])")
+    return next(index for index, text in headers if text == title)
+
+
+def _cell(frame: Any, column: str, row: int) -> str:
+    """The text of a dataframe cell (row 0 is the first data row) from the grid's accessible table."""
+    return frame.locator(f'tr[aria-rowindex="{row + 2}"] td[aria-colindex="{column}"]').text_content().strip()
+
+
+def _shot(page: Any, name: str) -> None:
+    """Save a screenshot once every visible table has drawn (its accessible header row exists)."""
+    page.wait_for_function(
+        """() => [...document.querySelectorAll('[data-testid="stDataFrame"]')]
+                 .filter(e => e.checkVisibility()).every(e => e.querySelector("th"))""")
+    page.wait_for_timeout(1500)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"))
+
+
+def test_leaderboard_filter_then_follow_a_row_to_its_kernel_and_task(served: Served, page: Any) -> None:
+    page.goto(served.url)
+    _settle(page)
+    _no_traceback(page)
+    table = page.locator('[data-testid="stDataFrame"]').first
+    table.wait_for()
+    _shot(page, "leaderboard")
+
+    search = page.get_by_role("textbox", name="Search task or kernel")
+    search.fill("Conv")
+    search.press("Enter")
+    page.wait_for_url(re.compile(r"q=Conv"))
+    _settle(page)
+    sources = page.locator('[data-testid="stMultiSelect"]').filter(has_text="Source")
+    sources.locator("input").click()
+    page.keyboard.type("sakana")
+    page.keyboard.press("Enter")
+    page.keyboard.press("Escape")
+    page.wait_for_url(re.compile(r"source=sakana"))
+    _settle(page)
+    _shot(page, "leaderboard-filtered")
+    first_task = _cell(table, _column_index(table, "task"), 0)
+    kernel_name = _cell(table, _column_index(table, "kernel"), 0)
+    assert "Conv" in first_task
+    assert _cell(table, _column_index(table, "source"), 0) == "sakana"
+
+    box = table.locator("canvas").first.bounding_box()
+    assert box is not None
+    page.mouse.click(box["x"] + 14, box["y"] + 35 + 17)
+    opener = page.get_by_role("link", name=re.compile(r"^Open kernel "))
+    opener.wait_for()
+    opener.click()
+    page.wait_for_url(re.compile(r"/kernel\?kernel=[0-9a-f]+$"))
+    _settle(page)
+    _no_traceback(page)
+    assert page.get_by_role("heading", level=1).first.inner_text().strip() == kernel_name
+    code = page.locator('[data-testid="stCode"]').first
+    assert "__global__" in code.inner_text() or "ModelNew" in code.inner_text()
+    _shot(page, "kernel")
+
+    page.get_by_role("tab", name=re.compile(r"^Profiles")).click()
+    ncu = page.get_by_role("heading", name="NCU metrics")
+    ncu.wait_for()
+    metrics = page.locator('[data-testid="stDataFrame"]').filter(
+        has=page.locator("th", has_text=re.compile(r"^metric$")))
+    metrics.wait_for()
+    assert _cell(metrics, _column_index(metrics, "metric"), 0)
+    _shot(page, "kernel-profiles")
+
+    kernel_id = page.url.rsplit("=", 1)[1]
+    verified = _cli("verify", kernel_id, "--static-only", "--db", str(served.db), timeout=300)
+    assert verified.returncode in (0, 1, 2), verified.stderr[-3000:]
+    page.reload()
+    _settle(page)
+    page.get_by_role("tab", name=re.compile(r"^Verification")).click()
+    checks = page.locator('[data-testid="stDataFrame"]').filter(
+        has=page.locator("th", has_text=re.compile(r"^verdict$")))
+    checks.wait_for()
+    runs = page.locator('[data-testid="stDataFrame"]').filter(
+        has=page.locator("th", has_text=re.compile(r"^status$")))
+    assert _cell(runs, _column_index(runs, "status"), 0) == "static-only"
+    _shot(page, "kernel-verification")
+
+    page.get_by_role("link", name=re.compile(r"^Task")).first.click()
+    page.wait_for_url(re.compile(r"/task\?task="))
+    _settle(page)
+    _no_traceback(page)
+    page.locator(".js-plotly-plot").first.wait_for()
+    _shot(page, "task")
+
+
+def test_compare_view_ranks_sources_on_shared_tasks(served: Served, page: Any) -> None:
+    page.goto(f"{served.url}/?view=compare")
+    _settle(page)
+    _no_traceback(page)
+    table = page.locator('[data-testid="stDataFrame"]').first
+    table.wait_for()
+    _shot(page, "compare")
+    assert _cell(table, _column_index(table, "source"), 0)
+
+
+def test_hostile_deep_links_get_a_friendly_page(served: Served, page: Any) -> None:
+    for path in ("/kernel?kernel=%3Cscript%3Ealert(1)%3C/script%3E", "/task?task=' OR 1=1 --",
+                 "/?level=<b>x</b>&min_speedup=1e999&q=" + "x" * 3000):
+        page.goto(served.url + path)
+        _settle(page)
+        _no_traceback(page)
+        assert page.locator("script", has_text="alert(1)").count() == 0
+    assert "Ignored filter values" in page.inner_text("body")
+
+
+def test_embed_while_the_map_is_open_then_the_map_draws_with_webgl(served: Served, page: Any) -> None:
+    if _cli("embed", "--help", timeout=120).returncode != 0:
+        pytest.skip("`kernel-archive embed` is not available in this checkout, so the map cannot be filled")
+    page.goto(f"{served.url}/map")
+    _settle(page)
+    _no_traceback(page)
+    page.get_by_text("kernel-archive embed", exact=True).wait_for()
+    embedded = _cli("embed", "--db", str(served.db))
+    assert embedded.returncode == 0, embedded.stderr[-3000:]
+    page.reload()
+    _settle(page)
+    _no_traceback(page)
+    plot = page.locator(".js-plotly-plot").first
+    plot.wait_for()
+    page.wait_for_function("() => document.querySelector('.js-plotly-plot')._fullData !== undefined")
+    types = page.evaluate("() => document.querySelector('.js-plotly-plot')._fullData.map(t => t.type)")
+    points = page.evaluate(
+        "() => document.querySelector('.js-plotly-plot')._fullData.reduce((n, t) => n + t.x.length, 0)")
+    with connect(served.db, read_only=True) as con:
+        layout = current_layout(con)
+    assert layout is not None
+    assert set(types) == {"scattergl"}
+    assert points == layout["n_points"] > 0
+    canvas = plot.locator("canvas").first
+    size = canvas.bounding_box()
+    assert size is not None and size["width"] > 300 and size["height"] > 300
+    page.set_viewport_size({"width": VIEWPORT["width"], "height": 1100})
+    page.wait_for_timeout(500)
+    _shot(page, "map")
+
+
+def test_sources_page_and_an_ingest_while_the_app_is_open(served: Served, page: Any, shared_data: Path) -> None:
+    page.goto(f"{served.url}/sources")
+    _settle(page)
+    _no_traceback(page)
+    _shot(page, "sources")
+    before = page.locator('[data-testid="stMetric"]', has_text="Kernels").first.inner_text()
+    done = _cli("ingest", "sakana", str(shared_data / "sakana-archive" / "sample.jsonl"), "--name", "browser-run",
+                "--db", str(served.db), "--quiet", timeout=300)
+    assert done.returncode == 0, done.stderr
+    page.reload()
+    _settle(page)
+    _no_traceback(page)
+    after = page.locator('[data-testid="stMetric"]', has_text="Kernels").first.inner_text()
+    assert after != before
+    page.locator('[data-testid="stDataFrame"] td', has_text="browser-run").first.wait_for(state="attached")

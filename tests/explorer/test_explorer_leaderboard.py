@@ -1,0 +1,101 @@
+"""The leaderboard page under AppTest on the hand-made archive, whose answers are exact."""
+
+from __future__ import annotations
+
+import pytest
+from explorer_testing import HOSTILE_VALUES, assert_clean, texts
+from handmade_archive import Handmade
+
+
+def _metrics(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def _param(at, key: str) -> list[str]:
+    value = at.query_params.get(key, [])
+    return [value] if isinstance(value, str) else list(value)
+
+
+def _table(at):
+    return at.dataframe[0].value
+
+
+def test_default_view_ranks_best_correct_kernel_per_task_with_summary(open_app, handmade: Handmade) -> None:
+    at = open_app(handmade.path)
+    assert_clean(at)
+    table = _table(at)
+    assert [handmade.label(k) for k in table["kernel_id"]] == ["b1", "a4", "b3"]
+    assert table["kernel_page"].iloc[0] == f"./kernel?kernel={handmade.kernels['b1']}"
+    assert table["task_page"].iloc[0] == f"./task?task={handmade.tasks['T1']}"
+    assert _metrics(at) == {
+        "Tasks covered": "4", "Kernels": "9", "Share correct": "66.7%", "fast_1": "75.0%", "fast_2": "25.0%",
+        "Median best speedup": "1.80x",
+    }
+
+
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        ({"level": "2"}, ["a4"]),
+        ({"source": "beta"}, ["b1", "b3"]),
+        ({"gpu": "A100"}, ["b1", "a4"]),
+        ({"sort": "compile"}, ["a2", "a4", "b3"]),
+        ({"include_incorrect": "1"}, ["b2", "a4", "b3", "b4"]),
+        ({"min_speedup": "1.5"}, ["b1", "a4"]),
+        ({"q": "Tanh"}, ["b3"]),
+        ({"level": ["1", "2"], "source": "alpha"}, ["a1", "a4", "a3"]),
+    ],
+)
+def test_filters_come_from_the_url(open_app, handmade: Handmade, params: dict, expected: list[str]) -> None:
+    at = open_app(handmade.path, **params)
+    assert_clean(at)
+    assert [handmade.label(k) for k in _table(at)["kernel_id"]] == expected
+
+
+def test_changing_a_filter_rewrites_the_url_and_the_table(open_app, handmade: Handmade) -> None:
+    at = open_app(handmade.path)
+    at.multiselect(key="lb_level").set_value([1]).run()
+    assert_clean(at)
+    assert _param(at, "level") == ["1"]
+    assert [handmade.label(k) for k in _table(at)["kernel_id"]] == ["b1", "b3"]
+    at.toggle(key="lb_incorrect").set_value(True).run()
+    assert _param(at, "include_incorrect") == ["1"]
+    assert [handmade.label(k) for k in _table(at)["kernel_id"]] == ["b2", "b3"]
+
+
+def test_a_filter_that_matches_nothing_says_so(open_app, handmade: Handmade) -> None:
+    at = open_app(handmade.path, min_speedup="100")
+    assert_clean(at)
+    assert not at.dataframe
+    assert "No task has a kernel that passes these filters" in texts(at)
+
+
+@pytest.mark.parametrize("value", HOSTILE_VALUES)
+def test_hostile_filter_values_are_ignored_not_executed(open_app, handmade: Handmade, value: str) -> None:
+    at = open_app(handmade.path, level=value, source=value, gpu=value, tag=value, category=value,
+                  min_speedup=value, sort=value, view=value, include_incorrect=value, q=value)
+    assert_clean(at)
+    shown = texts(at)
+    assert "Traceback" not in shown
+    if value.strip() and value not in ("", "x" * 10_000):
+        assert "Ignored filter values" in shown
+    assert at.text_input(key="lb_q").value == ("".join(c for c in value if c.isprintable()).strip()[:200])
+
+
+def test_compare_view_ranks_sources_on_shared_tasks(open_app, handmade: Handmade) -> None:
+    at = open_app(handmade.path, view="compare")
+    assert_clean(at)
+    table = _table(at)
+    assert set(table["source"]) == {"alpha", "beta"}
+    assert set(table["shared_tasks"]) == {2}
+    at.button_group(key="lb_group").set_value("measured_by").run()
+    assert_clean(at)
+    assert _param(at, "group") == ["measured_by"]
+
+
+@pytest.mark.parametrize("target", ["kernel", "task"])
+def test_a_deep_link_on_the_front_page_opens_the_detail_page(open_app, handmade: Handmade, target: str) -> None:
+    ident = handmade.kernels["a1"] if target == "kernel" else handmade.tasks["T1"]
+    at = open_app(handmade.path, **{target: ident})
+    assert_clean(at)
+    assert at.title[0].value == ("a1\\_kernel" if target == "kernel" else "1\\_Relu")

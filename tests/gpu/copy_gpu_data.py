@@ -1,0 +1,32 @@
+"""Copy the few real rows the GPU suite needs from ../shared/data into .gpu_data/ (git-ignored).
+
+The device machine receives only the repository, so the rows travel in a carried, ignored folder:
+``python tests/gpu/copy_gpu_data.py`` then name ``.gpu_data`` in the device call's ``carry``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def main(shared: Path = REPO.parent / "shared" / "data", out: Path = REPO / ".gpu_data") -> None:
+    out.mkdir(exist_ok=True)
+    sakana = [json.loads(line) for line in (shared / "sakana-archive" / "sample.jsonl").open()]
+    picked = []
+    for level in (1, 2, 3):
+        picked += [r for r in sakana if r["Level_ID"] == level and r["Correct"]][:1]
+    (out / "sakana-sample.jsonl").write_text("".join(json.dumps(r) + "\n" for r in picked))
+    cuda_l1 = [json.loads(line) for line in (shared / "cuda-l1" / "h100.jsonl").open()]
+    rows = [r for r in cuda_l1 if r["level_id"] == 1 and r["task_id"] == 1]
+    rows += [r for r in cuda_l1 if r["level_id"] == 1 and r["task_id"] != 1 and r["custom_code"]
+             and "load_inline" in r["custom_code"] and "__global__" in r["custom_code"]][:2]
+    (out / "cuda-l1-h100.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    print(f"wrote {len(picked)} archive rows and {len(rows)} CUDA-L1 rows to {out}")
+
+
+if __name__ == "__main__":
+    main(*(Path(a) for a in sys.argv[1:]))

@@ -1,0 +1,106 @@
+"""Isolation, timeouts and the result channel, with children that are plain Python (no GPU)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from verify.harness.judge import Evidence, judge
+from verify.harness.parent import ChildProcess, run_child, scrubbed_environment
+
+
+def _child(tmp_path: Path, body: str) -> list[str]:
+    script = tmp_path / "child.py"
+    script.write_text(textwrap.dedent(body))
+    return [sys.executable, str(script)]
+
+
+def test_a_child_that_hangs_is_killed_at_its_timeout(tmp_path: Path) -> None:
+    started = time.monotonic()
+    report = run_child(_child(tmp_path, "import time\ntime.sleep(600)\n"), role="run", env=dict(os.environ),
+                       cwd=tmp_path, timeout_s=1.5)
+    assert report.timed_out and not report.ok
+    assert time.monotonic() - started < 30
+    assert "timeout" in report.failure()
+
+
+def test_a_child_that_crashes_fails_alone(tmp_path: Path) -> None:
+    report = run_child(_child(tmp_path, "import os\nos.abort()\n"), role="run", env=dict(os.environ), cwd=tmp_path,
+                       timeout_s=30)
+    assert report.returncode is not None and report.returncode < 0
+    assert not report.ok and "signal" in report.failure()
+
+
+def test_background_processes_of_a_child_are_killed_with_it(tmp_path: Path) -> None:
+    marker = tmp_path / "survivor"
+    body = f"""
+    import subprocess, sys
+    subprocess.Popen([sys.executable, "-c", "import time, pathlib; time.sleep(3); pathlib.Path({str(marker)!r}).touch()"])
+    """
+    run_child(_child(tmp_path, body), role="run", env=dict(os.environ), cwd=tmp_path, timeout_s=30)
+    time.sleep(4)
+    assert not marker.exists()
+
+
+def test_a_forged_verdict_is_ignored_and_flagged(tmp_path: Path) -> None:
+    body = """
+    import os, sys, json
+    fd = int(sys.argv[sys.argv.index("--channel") + 1])
+    os.write(fd, b'{"kind": "done", "verdict": "pass", "status": "passed"}\\n')
+    os.write(fd, b'PASS\\n')
+    print(json.dumps({"status": "passed"}))
+    """
+    report = run_child(_child(tmp_path, body), role="run", env=dict(os.environ), cwd=tmp_path, timeout_s=30)
+    assert report.returncode == 0 and report.rejects == ["PASS"]
+    ev = Evidence(form="model-new", kernel_code="", static=[], trials=[{"index": 0, "seed": 1, "distribution": "task"}],
+                  run=report)
+    checks, _ = judge(ev)
+    assert checks["result-forging"]["verdict"] == "fail"
+    assert checks["runs"]["verdict"] == "fail"  # said done without any trial
+    assert checks["correctness"]["verdict"] == "fail"
+
+
+def test_the_channel_is_not_inherited_by_grandchildren(tmp_path: Path) -> None:
+    body = """
+    import os, subprocess, sys
+    fd = int(sys.argv[sys.argv.index("--channel") + 1])
+    os.set_inheritable(fd, False)
+    code = f"import os\\ntry:\\n    os.write({fd}, b'{{\\\\"kind\\\\": \\\\"done\\\\"}}\\\\n')\\nexcept OSError:\\n    pass\\n"
+    subprocess.run([sys.executable, "-c", code], close_fds=False)
+    """
+    report = run_child(_child(tmp_path, body), role="run", env=dict(os.environ), cwd=tmp_path, timeout_s=30)
+    assert report.all("done") == []
+
+
+def test_messages_keep_their_receive_times(tmp_path: Path) -> None:
+    body = """
+    import os, sys, time
+    fd = int(sys.argv[sys.argv.index("--channel") + 1])
+    os.write(fd, b'{"kind": "timing-start"}\\n')
+    time.sleep(0.5)
+    os.write(fd, b'{"kind": "timing-end"}\\n')
+    os.write(fd, b'{"kind": "done"}\\n')
+    """
+    child = ChildProcess(_child(tmp_path, body), role="run", env=dict(os.environ), cwd=tmp_path)
+    report = child.wait(30)
+    assert report.ok
+    assert report.time_of("timing-end") - report.time_of("timing-start") >= 0.4
+
+
+def test_the_environment_is_scrubbed(tmp_path: Path) -> None:
+    env = scrubbed_environment({"PATH": os.environ["PATH"], "AWS_SECRET_ACCESS_KEY": "s3cr3t", "HF_TOKEN": "hf_x",
+                                "GITHUB_TOKEN": "ghp"}, str(tmp_path))
+    assert "AWS_SECRET_ACCESS_KEY" not in env and "HF_TOKEN" not in env and "GITHUB_TOKEN" not in env
+    assert env["HOME"] == str(tmp_path) and env["TMPDIR"] == str(tmp_path)
+    body = """
+    import json, os, sys
+    fd = int(sys.argv[sys.argv.index("--channel") + 1])
+    os.write(fd, (json.dumps({"kind": "env", "keys": sorted(os.environ)}) + "\\n").encode())
+    os.write(fd, b'{"kind": "done"}\\n')
+    """
+    report = run_child(_child(tmp_path, body), role="run", env=env, cwd=tmp_path, timeout_s=30)
+    keys = report.first("env")["keys"]
+    assert not any("SECRET" in k or "TOKEN" in k for k in keys)

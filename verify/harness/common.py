@@ -1,0 +1,260 @@
+"""What every harness role shares: the version, the result channel, flag and identity snapshots.
+
+The result channel is a pipe the parent creates (non-inheritable) and hands to one child by number; the
+child marks it non-inheritable again at once, so nothing the candidate starts can write to it. Messages
+are JSON lines. The child only ever *reports* (tensors saved to files, raw timings); the parent judges.
+
+Example:
+    >>> sorted(snapshot_flags({}))[:1]
+    []
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from typing import Any
+
+HARNESS_VERSION = "1.0"
+
+# Attributes whose identity must not change once the candidate is imported (timer and harness patching).
+# (torch.manual_seed is left out: torch._dynamo rebinds it when it is first imported.)
+GUARDED_ATTRIBUTES: tuple[tuple[str, str], ...] = (
+    ("time", "perf_counter"),
+    ("time", "perf_counter_ns"),
+    ("time", "monotonic"),
+    ("time", "time"),
+    ("time", "sleep"),
+    ("torch", "allclose"),
+    ("torch", "equal"),
+    ("torch", "isclose"),
+    ("torch", "save"),
+    ("torch", "load"),
+    ("torch.cuda", "synchronize"),
+    ("torch.cuda", "Event"),
+    ("torch.cuda", "current_stream"),
+    ("torch.cuda", "Stream"),
+    ("torch.cuda.Event", "record"),
+    ("torch.cuda.Event", "elapsed_time"),
+    ("torch.cuda.Event", "synchronize"),
+    ("torch.cuda.Event", "query"),
+    ("torch.Tensor", "clone"),
+    ("torch.Tensor", "copy_"),
+    ("torch.Tensor", "cpu"),
+    ("torch.Tensor", "to"),
+    ("torch.Tensor", "__eq__"),
+    ("torch.nn.Module", "__call__"),
+    ("torch.nn.Module", "load_state_dict"),
+    ("torch.profiler", "profile"),
+    ("json", "dumps"),
+    ("os", "write"),
+    ("builtins", "print"),
+    ("builtins", "open"),
+)
+
+# Backend settings a candidate must not flip: (label, getter expression). Evaluated with torch imported.
+BACKEND_FLAGS: tuple[tuple[str, str], ...] = (
+    ("cuda.matmul.allow_tf32", "torch.backends.cuda.matmul.allow_tf32"),
+    ("cuda.matmul.allow_fp16_reduced_precision_reduction",
+     "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction"),
+    ("cuda.matmul.allow_bf16_reduced_precision_reduction",
+     "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction"),
+    ("cudnn.enabled", "torch.backends.cudnn.enabled"),
+    ("cudnn.allow_tf32", "torch.backends.cudnn.allow_tf32"),
+    ("cudnn.benchmark", "torch.backends.cudnn.benchmark"),
+    ("cudnn.deterministic", "torch.backends.cudnn.deterministic"),
+    ("float32_matmul_precision", "torch.get_float32_matmul_precision()"),
+    ("deterministic_algorithms", "torch.are_deterministic_algorithms_enabled()"),
+    ("default_dtype", "str(torch.get_default_dtype())"),
+    ("grad_enabled", "torch.is_grad_enabled()"),
+    ("flash_sdp", "torch.backends.cuda.flash_sdp_enabled()"),
+    ("mem_efficient_sdp", "torch.backends.cuda.mem_efficient_sdp_enabled()"),
+    ("math_sdp", "torch.backends.cuda.math_sdp_enabled()"),
+    ("num_threads", "torch.get_num_threads()"),
+)
+
+# The pinned settings every role runs under (TF32 off: the fp32 reference must be true fp32).
+PINNED_FLAGS: dict[str, Any] = {
+    "cuda.matmul.allow_tf32": False,
+    "cudnn.allow_tf32": False,
+    "cudnn.benchmark": False,
+    "float32_matmul_precision": "highest",
+}
+
+
+def snapshot_flags(namespace: dict[str, Any]) -> dict[str, Any]:
+    """The value of every backend flag, evaluated in ``namespace`` (needs ``torch`` there to read any)."""
+    if "torch" not in namespace:
+        return {}
+    values: dict[str, Any] = {}
+    for label, expression in BACKEND_FLAGS:
+        try:
+            value = eval(expression, {"torch": namespace["torch"]})  # noqa: S307 - fixed expressions above
+        except Exception as error:  # an older torch lacks some flags
+            value = f"unreadable: {type(error).__name__}"
+        values[label] = value if isinstance(value, bool | int | float | str) else str(value)
+    return values
+
+
+def pin_flags(torch: Any) -> None:
+    """Set the pinned backend flags (TF32 off, no cudnn autotuning, highest fp32 matmul precision)."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = False
+    torch.set_float32_matmul_precision("highest")
+
+
+def _resolve(path: str) -> Any:
+    import importlib
+
+    parts = path.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attr in parts[cut:]:
+            obj = getattr(obj, attr)
+        return obj
+    raise ImportError(path)
+
+
+def snapshot_identities() -> dict[str, int]:
+    """``id()`` of every guarded attribute, to detect a candidate that replaces the timer or harness."""
+    ids: dict[str, int] = {}
+    for owner, attr in GUARDED_ATTRIBUTES:
+        try:
+            ids[f"{owner}.{attr}"] = id(getattr(_resolve(owner), attr))
+        except (ImportError, AttributeError):
+            continue
+    return ids
+
+
+def changed_identities(before: dict[str, int], after: dict[str, int]) -> list[str]:
+    """Names whose object changed between two identity snapshots."""
+    return sorted(name for name, ident in before.items() if after.get(name) != ident)
+
+
+def thread_counts() -> dict[str, Any]:
+    """Python threads (by name) and OS threads of this process."""
+    try:
+        os_threads = len(os.listdir("/proc/self/task"))
+    except OSError:
+        os_threads = -1
+    return {
+        "python": sorted(t.name for t in threading.enumerate()),
+        "os": os_threads,
+    }
+
+
+class Channel:
+    """The child's end of the result channel: JSON lines written to a pipe the parent reads."""
+
+    def __init__(self, fd: int | None) -> None:
+        self._fd = fd
+        if fd is not None:
+            os.set_inheritable(fd, False)
+        self._write = os.write
+
+    def send(self, kind: str, **payload: Any) -> None:
+        """Write one message; ``kind`` names it (hello, compiled, trial, timing, probe, error, done)."""
+        line = json.dumps({"kind": kind, **payload}, default=_jsonable, allow_nan=True) + "\n"
+        data = line.encode("utf-8")
+        if self._fd is None:
+            sys.stdout.write(line)
+            return
+        while data:
+            written = self._write(self._fd, data)
+            data = data[written:]
+
+
+class BlobChannel:
+    """A second pipe for binary payloads (the references): frames of name length, name, size, bytes.
+
+    References never touch the file system, so a candidate compiling at the same time cannot read them.
+    """
+
+    def __init__(self, fd: int | None) -> None:
+        self._fd = fd
+        if fd is not None:
+            os.set_inheritable(fd, False)
+
+    def send(self, name: str, payload: bytes) -> None:
+        """Write one named payload."""
+        if self._fd is None:
+            raise RuntimeError("no blob channel: run through the parent")
+        encoded = name.encode("utf-8")
+        data = len(encoded).to_bytes(4, "little") + encoded + len(payload).to_bytes(8, "little") + payload
+        view = memoryview(data)
+        while view:
+            written = os.write(self._fd, view)
+            view = view[written:]
+
+
+def read_blobs(stream: Any) -> dict[str, bytes]:
+    """Read every frame a ``BlobChannel`` wrote, until end of file."""
+    blobs: dict[str, bytes] = {}
+
+    def exactly(n: int) -> bytes:
+        chunks, got = [], 0
+        while got < n:
+            chunk = stream.read(n - got)
+            if not chunk:
+                raise EOFError
+            chunks.append(chunk)
+            got += len(chunk)
+        return b"".join(chunks)
+
+    while True:
+        try:
+            name = exactly(int.from_bytes(exactly(4), "little")).decode("utf-8")
+            blobs[name] = exactly(int.from_bytes(exactly(8), "little"))
+        except EOFError:
+            return blobs
+
+
+def make_non_dumpable() -> bool:
+    """prctl(PR_SET_DUMPABLE, 0): same-user processes can no longer ptrace or read this process's memory."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(4, 0, 0, 0, 0) == 0
+    except Exception:
+        return False
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return str(value)
+
+
+def read_messages(raw: bytes) -> tuple[list[dict[str, Any]], list[str]]:
+    """Parse a channel's bytes into messages; lines that are not JSON objects are returned as rejects."""
+    messages: list[dict[str, Any]] = []
+    rejects: list[str] = []
+    for line in raw.decode("utf-8", "replace").splitlines():
+        if not line.strip():
+            continue
+        try:
+            message = json.loads(line)
+        except json.JSONDecodeError:
+            rejects.append(line[:200])
+            continue
+        if isinstance(message, dict) and isinstance(message.get("kind"), str):
+            messages.append(message)
+        else:
+            rejects.append(line[:200])
+    return messages, rejects
+
+
+def now_ns() -> int:
+    """Monotonic nanoseconds (captured at import, before any candidate code runs)."""
+    return _PERF_NS()
+
+
+_PERF_NS = time.perf_counter_ns

@@ -1,0 +1,883 @@
+"""The parent's judgement: every check of ``verify-threats.md`` as its own verdict, with evidence.
+
+Nothing here trusts the candidate's process: it reads the reports the children sent (messages and saved
+outputs), the references the trusted child computed, and decides. Each check is one function of the
+``Evidence``; a check that has nothing to look at says ``skip`` and why. The tolerance policy is data
+(``TOLERANCE``) and is recorded with every result.
+
+Example:
+    >>> TOLERANCE["atol"], TOLERANCE["rtol"]
+    (0.01, 0.01)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from verify.harness.static import CHECKS, kernel_names, static_verdicts
+from verify.harness.tensors import allclose_fraction, error_stats, fingerprints_agree
+
+TOLERANCE: dict[str, Any] = {
+    "atol": 1e-2,
+    "rtol": 1e-2,
+    "max_rel_l2": 1e-2,
+    "precision_factor": 32.0,
+    "fp32_floor": 1e-6,
+    "timed_fingerprint_rtol": 5e-2,
+    "degenerate_sensitivity": 1e-3,
+    "describe": (
+        "correct when, on every trial, every element satisfies |out - ref64| <= atol + rtol*|ref64| (KernelBench's "
+        "1e-2/1e-2) AND ||out - ref64|| / ||ref64|| <= max_rel_l2 (so zeros and constants never pass) AND no "
+        "output is NaN/inf where the reference is finite. Lower precision is flagged when the relative L2 error "
+        "exceeds precision_factor x max(the fp32 reference's own relative L2 error vs float64, fp32_floor)."
+    ),
+}
+
+# Fails of these checks mean the answer is wrong or not the kernel's; fails of the others flag the result.
+CORRECTNESS_CHECKS: frozenset[str] = frozenset({
+    "compiles", "runs", "correctness", "stale-memory", "launch-errors", "output-aliasing", "input-mutation",
+    "hard-coding", "problem-change", "fake-tensor", "caching", "background-threads", "out-of-bounds",
+})
+
+# Speed-of-light ceilings (dense tensor-core FLOP/s, memory bytes/s) by GPU name; generous on purpose.
+PEAKS: tuple[tuple[str, float, float], ...] = (
+    (r"H200", 989e12, 4.8e12),
+    (r"H100", 989e12, 3.35e12),
+    (r"H20\b", 148e12, 4.0e12),
+    (r"B200|B100|GB200", 2250e12, 8.0e12),
+    (r"A100", 312e12, 2.04e12),
+    (r"L40S", 362e12, 0.864e12),
+    (r"L40|L4\b|A10\b|A40|RTX", 362e12, 1.0e12),
+)
+DEFAULT_PEAK = (2500e12, 10e12)
+
+
+@dataclass
+class ChildReport:
+    """What one child process left behind: exit status, messages (with receive times), rejected lines, log."""
+
+    role: str
+    returncode: int | None = None
+    timed_out: bool = False
+    seconds: float = 0.0
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    received: list[float] = field(default_factory=list)
+    rejects: list[str] = field(default_factory=list)
+    log_tail: str = ""
+
+    def all(self, kind: str, **match: Any) -> list[dict[str, Any]]:
+        """Messages of ``kind`` whose fields equal ``match``."""
+        return [m for m in self.messages if m.get("kind") == kind and all(m.get(k) == v for k, v in match.items())]
+
+    def first(self, kind: str, **match: Any) -> dict[str, Any] | None:
+        """The first such message, or None."""
+        found = self.all(kind, **match)
+        return found[0] if found else None
+
+    def time_of(self, kind: str) -> float | None:
+        """When the parent received the first message of ``kind``."""
+        for message, at in zip(self.messages, self.received, strict=False):
+            if message.get("kind") == kind:
+                return at
+        return None
+
+    @property
+    def ok(self) -> bool:
+        """Exited 0, in time, without an error, having sent its final message (compiled, or done)."""
+        final = "compiled" if self.role == "compile" else "done"
+        return (self.returncode == 0 and not self.timed_out and not self.first("error")
+                and (not self.messages_expected or bool(self.first(final))))
+
+    @property
+    def messages_expected(self) -> bool:
+        """Whether this child reports through the channel (ncu and sanitizer runs may not)."""
+        return self.role in ("trusted", "compile", "run", "profile")
+
+    def failure(self) -> str:
+        """One line on why the child failed."""
+        if self.timed_out:
+            return f"{self.role} step killed after its {self.seconds:.0f}s timeout (hang?)"
+        error = self.first("error")
+        if error:
+            return f"{self.role} step: {error.get('message', '')}"
+        if self.returncode and self.returncode < 0:
+            return f"{self.role} step died from signal {-self.returncode}"
+        if self.returncode == 0:
+            return f"{self.role} step exited without finishing its report: {self.log_tail[-400:]}"
+        return f"{self.role} step exited with code {self.returncode}: {self.log_tail[-400:]}"
+
+
+@dataclass
+class Evidence:
+    """Everything the parent holds when it judges."""
+
+    form: str
+    kernel_code: str
+    static: list[dict[str, Any]]
+    trials: list[dict[str, Any]]
+    trusted: ChildReport | None = None
+    compile: ChildReport | None = None
+    run: ChildReport | None = None
+    sanitizer: ChildReport | None = None
+    refs: dict[int, dict[str, Any]] = field(default_factory=dict)
+    outputs: dict[tuple[int, str], list[Any]] = field(default_factory=dict)
+    policy: dict[str, Any] = field(default_factory=lambda: dict(TOLERANCE))
+    trial_stats: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _verdict(verdict: str, *evidence: str) -> dict[str, Any]:
+    return {"verdict": verdict, "evidence": [e for e in evidence if e]}
+
+
+def _static_part(ev: Evidence, check: str) -> tuple[str, list[str]]:
+    grouped = static_verdicts(ev.static).get(check)
+    if not grouped:
+        return "pass", []
+    lines = [f"static: line {f['line']}: {f['why']}: {f['evidence']}" for f in grouped["findings"][:8]]
+    if len(grouped["findings"]) > 8:
+        lines.append(f"static: ... {len(grouped['findings']) - 8} more")
+    return grouped["verdict"], lines
+
+
+def _worst(*verdicts: str) -> str:
+    order = ["skip", "pass", "warn", "fail"]
+    return max(verdicts, key=order.index)
+
+
+def _ran(ev: Evidence) -> bool:
+    return ev.run is not None and ev.run.ok and bool(ev.run.first("done"))
+
+
+def _trial_messages(ev: Evidence) -> list[dict[str, Any]]:
+    return ev.run.all("trial") if ev.run else []
+
+
+def compute_trial_stats(ev: Evidence) -> list[dict[str, Any]]:
+    """Per trial (variant a): max abs / rel error, relative L2, fp32 reference error, pass or fail and why."""
+    stats = []
+    policy = ev.policy
+    for trial in ev.trials:
+        index = trial["index"]
+        ref = ev.refs.get(index)
+        outs = ev.outputs.get((index, "a"))
+        row: dict[str, Any] = {"index": index, "distribution": trial["distribution"], "seed": trial["seed"]}
+        if ref is None or outs is None:
+            row.update(passed=False, reason="no output" if ref is not None else "no reference")
+            stats.append(row)
+            continue
+        ref64 = ref["ref64"] if ref["ref64"] is not None else ref["ref32"]
+        reasons, per_output = [], []
+        if len(outs) != len(ref64):
+            reasons.append(f"{len(outs)} outputs, reference has {len(ref64)}")
+        for k, (o, r64, r32) in enumerate(zip(outs, ref64, ref["ref32"], strict=False)):
+            if o is None or not hasattr(o, "shape"):
+                reasons.append(f"output {k} is not a tensor")
+                continue
+            if tuple(o.shape) != tuple(r64.shape):
+                reasons.append(f"output {k} shape {list(o.shape)} != reference {list(r64.shape)}")
+                continue
+            s = error_stats(o, r64, r32 if ref["ref64"] is not None else None)
+            s["within_atol_rtol"] = allclose_fraction(o, r64, policy["atol"], policy["rtol"])
+            per_output.append(s)
+            if s["nonfinite"]:
+                reasons.append(f"output {k}: {int(s['nonfinite'])} NaN/inf values")
+            if s["within_atol_rtol"] < 1.0:
+                reasons.append(f"output {k}: {100 * (1 - s['within_atol_rtol']):.3g}% of elements outside atol/rtol")
+            if not s["rel_l2"] <= policy["max_rel_l2"]:
+                reasons.append(f"output {k}: relative L2 error {s['rel_l2']:.3g} > {policy['max_rel_l2']}")
+        worst = max(per_output, key=lambda s: s["rel_l2"] if math.isfinite(s["rel_l2"]) else math.inf, default={})
+        row.update(
+            passed=not reasons,
+            reason="; ".join(reasons),
+            max_abs=worst.get("max_abs"),
+            max_rel=worst.get("max_rel"),
+            rel_l2=worst.get("rel_l2"),
+            fp32_rel_l2=worst.get("fp32_rel_l2"),
+            ref_norm=worst.get("ref_norm"),
+        )
+        stats.append(row)
+    return stats
+
+
+def _passes(out: Any, ref64: Any, policy: dict[str, Any]) -> bool:
+    if out is None or not hasattr(out, "shape") or tuple(out.shape) != tuple(ref64.shape):
+        return False
+    s = error_stats(out, ref64, None)
+    return (not s["nonfinite"] and s["rel_l2"] <= policy["max_rel_l2"]
+            and allclose_fraction(out, ref64, policy["atol"], policy["rtol"]) == 1.0)
+
+
+def _bit_equal(a: list[Any], b: list[Any]) -> bool:
+    import torch
+
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b, strict=True):
+        if x is None or y is None or x.shape != y.shape or x.dtype != y.dtype:
+            return False
+        if x.dtype == torch.bool:
+            if not torch.equal(x, y):
+                return False
+        elif not torch.equal(x.contiguous().view(torch.uint8), y.contiguous().view(torch.uint8)):
+            return False
+    return True
+
+
+def check_compiles(ev: Evidence) -> dict[str, Any]:
+    static_verdict, lines = _static_part(ev, "compiles")
+    if ev.compile is None:
+        return _verdict("skip" if static_verdict == "pass" else static_verdict, "not compiled (static-only)", *lines)
+    if not ev.compile.ok:
+        return _verdict("fail", ev.compile.failure(), *lines)
+    compiled = ev.compile.first("compiled") or {}
+    return _verdict("pass", f"built/imported in {compiled.get('seconds', float('nan')):.1f}s in its own process")
+
+
+def check_runs(ev: Evidence) -> dict[str, Any]:
+    if ev.run is None:
+        return _verdict("skip", "not run")
+    if not ev.run.ok:
+        return _verdict("fail", ev.run.failure(), "the crash/hang was confined to the candidate's process")
+    missing = [f"trial {t['index']}" for t in ev.trials if not ev.run.first("trial", index=t["index"], variant="a")]
+    if not ev.run.first("hello") or missing:
+        return _verdict("fail", "the run step said done without reporting " + (", ".join(missing) or "its start"))
+    return _verdict("pass", f"ran every trial and the timed calls in {ev.run.seconds:.1f}s")
+
+
+def check_correctness(ev: Evidence) -> dict[str, Any]:
+    if not ev.trial_stats or not any("max_abs" in s for s in ev.trial_stats):
+        return _verdict("skip" if ev.run is None else "fail", "no outputs to compare")
+    lines = []
+    for s in ev.trial_stats:
+        if "max_abs" in s and s["max_abs"] is not None:
+            lines.append(f"trial {s['index']} ({s['distribution']}): max_abs={s['max_abs']:.3g} max_rel={s['max_rel']:.3g} "
+                         f"rel_l2={s['rel_l2']:.3g} fp32_ref_rel_l2={s.get('fp32_rel_l2') or 0:.3g} "
+                         f"{'ok' if s['passed'] else 'FAIL: ' + s['reason']}")
+        else:
+            lines.append(f"trial {s['index']} ({s['distribution']}): FAIL: {s.get('reason')}")
+    verdict = "pass" if all(s["passed"] for s in ev.trial_stats) else "fail"
+    return _verdict(verdict, *lines)
+
+
+def check_stale_memory(ev: Evidence) -> dict[str, Any]:
+    lines, verdict = [], "pass"
+    for trial in ev.trials:
+        a, b = ev.outputs.get((trial["index"], "a")), ev.outputs.get((trial["index"], "b"))
+        ref = ev.refs.get(trial["index"])
+        if a is None or b is None or ref is None:
+            continue
+        ref64 = ref["ref64"] or ref["ref32"]
+        a_ok = all(_passes(x, r, ev.policy) for x, r in zip(a, ref64, strict=False) if x is not None)
+        b_ok = all(_passes(x, r, ev.policy) for x, r in zip(b, ref64, strict=False) if x is not None)
+        if b_ok and not a_ok:
+            verdict = "fail"
+            lines.append(f"trial {trial['index']}: wrong on NaN-poisoned memory but right right after the reference ran "
+                         "in the same process: the output comes from the reference's freed memory")
+        elif not _bit_equal(a, b):
+            verdict = _worst(verdict, "warn" if a_ok and b_ok else "fail")
+            lines.append(f"trial {trial['index']}: the call before and the call after a reference run differ "
+                         f"({'both within tolerance: nondeterministic?' if a_ok and b_ok else 'one is wrong'})")
+        else:
+            lines.append(f"trial {trial['index']}: poisoned call and post-reference call bit-identical")
+    if not lines:
+        return _verdict("skip", "no candidate-reference-candidate runs")
+    return _verdict(verdict, *lines)
+
+
+def check_launch_errors(ev: Evidence) -> dict[str, Any]:
+    lines, verdict = [], "pass"
+    if ev.run is not None and not ev.run.ok:
+        message = ev.run.failure()
+        if re.search(r"CUDA|cuda|illegal|launch|device-side", message):
+            return _verdict("fail", message)
+    for trial in ev.trials:
+        a, c = ev.outputs.get((trial["index"], "a")), ev.outputs.get((trial["index"], "c"))
+        if a is None or c is None:
+            continue
+        if _bit_equal(a, c):
+            lines.append(f"trial {trial['index']}: NaN and 1e30 poison fills give bit-identical outputs")
+            continue
+        ref = ev.refs.get(trial["index"])
+        ref64 = (ref["ref64"] or ref["ref32"]) if ref else None
+        both_ok = ref64 is not None and all(
+            _passes(x, r, ev.policy) for out in (a, c) for x, r in zip(out, ref64, strict=False) if x is not None)
+        verdict = _worst(verdict, "warn" if both_ok else "fail")
+        lines.append(f"trial {trial['index']}: outputs differ between poison fills: "
+                     + ("both within tolerance (nondeterministic, e.g. atomics)" if both_ok
+                        else "the output depends on uninitialised memory or a launch silently failed"))
+    if not lines:
+        return _verdict("skip", "no poison-fill runs")
+    return _verdict(verdict, "the CUDA error state was checked by a device-wide synchronize after every call", *lines)
+
+
+def check_weak_check(ev: Evidence) -> dict[str, Any]:
+    import torch
+
+    lines, verdict = [], "pass"
+    for trial in ev.trials:
+        ref = ev.refs.get(trial["index"])
+        if ref is None:
+            continue
+        for k, r in enumerate(ref["ref64"] or ref["ref32"]):
+            zero_ok = _passes(torch.zeros_like(r), r, ev.policy)
+            const_ok = _passes(torch.full_like(r, float(r.double().mean())), r, ev.policy) if r.numel() else True
+            if zero_ok or const_ok:
+                verdict = "warn"
+                lines.append(f"trial {trial['index']} output {k}: a {'zero' if zero_ok else 'constant'} output would "
+                             "pass: this check proves little for this task")
+        outs = ev.outputs.get((trial["index"], "a")) or []
+        for k, o in enumerate(outs):
+            if o is not None and o.numel() > 1 and o.is_floating_point() and float(o.double().std()) == 0.0:
+                r = (ref["ref64"] or ref["ref32"])[k]
+                if float(r.double().std()) > 0:
+                    verdict = "fail"
+                    lines.append(f"trial {trial['index']} output {k}: the candidate returned a constant")
+    if not ev.refs:
+        return _verdict("skip", "no references")
+    return _verdict(verdict, *(lines or ["neither a zero nor a constant output passes the check on any trial"]))
+
+
+def check_degenerate(ev: Evidence) -> dict[str, Any]:
+    screen = ev.trusted.first("screen") if ev.trusted else None
+    if not screen:
+        return _verdict("skip", "no task screen")
+    limit = ev.policy["degenerate_sensitivity"]
+    lines, verdict = [], "pass"
+    inputs = screen.get("input_sensitivity")
+    weights = screen.get("weight_sensitivity")
+    if inputs is not None and not (inputs > limit):
+        verdict = "warn"
+        lines.append(f"new inputs change the reference output by only {inputs:.3g} (relative L2): the task is degenerate")
+    else:
+        lines.append(f"new inputs change the output by {inputs:.3g}")
+    if weights is not None:
+        if not weights > limit:
+            verdict = "warn"
+            lines.append(f"new weights change the reference output by only {weights:.3g}: weights barely matter")
+        else:
+            lines.append(f"new weights change the output by {weights:.3g}")
+    return _verdict(verdict, *lines)
+
+
+def _run_facts(ev: Evidence, key: str) -> list[tuple[dict[str, Any], Any]]:
+    return [(m, m.get(key)) for m in _trial_messages(ev) if m.get(key)]
+
+
+def check_aliasing(ev: Evidence) -> dict[str, Any]:
+    if not _trial_messages(ev):
+        return _verdict("skip", "not run")
+    found = _run_facts(ev, "aliasing")
+    if found:
+        return _verdict("fail", *[f"trial {m['index']}{m['variant']}: output {a['output']} shares storage with {a['with']}"
+                                  for m, items in found for a in items])
+    return _verdict("pass", "no output storage overlaps any input, parameter or buffer; inputs drawn from "
+                    + ", ".join(sorted({t["distribution"] for t in ev.trials})))
+
+
+def check_mutation(ev: Evidence) -> dict[str, Any]:
+    if not _trial_messages(ev):
+        return _verdict("skip", "not run")
+    lines = [f"trial {m['index']}{m['variant']}: input {j} changed" for m, items in _run_facts(ev, "mutated_inputs") for j in items]
+    lines += [f"trial {m['index']}{m['variant']}: parameter {n} changed" for m, items in _run_facts(ev, "mutated_parameters")
+              for n in items]
+    if lines:
+        return _verdict("fail", *lines)
+    return _verdict("pass", "inputs (each its own copy) and parameters bit-identical after every call")
+
+
+def check_hard_coding(ev: Evidence) -> dict[str, Any]:
+    if not ev.trial_stats:
+        return _verdict("skip", "no trials")
+    passed = {s["distribution"] for s in ev.trial_stats if s["passed"]}
+    failed = {s["distribution"] for s in ev.trial_stats if not s["passed"]}
+    seeds = len({s["seed"] for s in ev.trial_stats})
+    if passed and failed:
+        return _verdict("fail", f"right on {sorted(passed)} but wrong on {sorted(failed)}: specialised to some inputs")
+    if not passed:
+        return _verdict("fail", "wrong on every trial (see correctness)")
+    return _verdict("pass", f"right on {seeds} fresh seeds the candidate could not predict, distributions {sorted(passed)}",
+                    "other shapes were not tried: a shape-specialised kernel passes this check")
+
+
+def check_problem_change(ev: Evidence) -> dict[str, Any]:
+    static_verdict, lines = _static_part(ev, "problem-change")
+    verdict = static_verdict
+    lines = ["inputs and init args came from the reference's get_inputs/get_init_inputs only", *lines]
+    for trial in ev.trials:
+        ref = ev.refs.get(trial["index"])
+        outs = ev.outputs.get((trial["index"], "a"))
+        if ref is None or outs is None:
+            continue
+        for k, (o, r) in enumerate(zip(outs, ref["ref32"], strict=False)):
+            if o is None:
+                continue
+            if tuple(o.shape) != tuple(r.shape) or o.dtype != r.dtype:
+                verdict = "fail"
+                lines.append(f"trial {trial['index']} output {k}: {list(o.shape)} {o.dtype} vs reference {list(r.shape)} {r.dtype}")
+        if ev.outputs.get((trial["index"], "a")) and len(outs) != len(ref["ref32"]):
+            verdict = "fail"
+            lines.append(f"{len(outs)} outputs vs {len(ref['ref32'])} in the reference")
+    call = ev.run.first("call") if ev.run else None
+    weights = (call or {}).get("weights")
+    if weights:
+        unmatched = [n for n in weights.get("unmatched_candidate", []) if not n.endswith("num_batches_tracked")]
+        if unmatched:
+            verdict = _worst(verdict, "warn")
+            lines.append(f"candidate parameters with no reference counterpart (shapes differ): {unmatched[:6]}")
+        unused = [n for n in weights.get("unused_reference", []) if not n.endswith("num_batches_tracked")]
+        if unused:
+            verdict = _worst(verdict, "warn")
+            lines.append(f"reference parameters the candidate does not hold: {unused[:6]}")
+    return _verdict(verdict, *lines)
+
+
+def _own_kernel(name: str, own: list[str]) -> bool:
+    return any(re.search(rf"\b{re.escape(k)}\b", name) for k in own)
+
+
+def check_not_a_kernel(ev: Evidence) -> dict[str, Any]:
+    static_verdict, lines = _static_part(ev, "not-a-kernel")
+    message = ev.run.first("kernels", which="candidate") if ev.run else None
+    if message is None:
+        return _verdict(static_verdict if static_verdict != "pass" else ("skip" if not lines else "pass"),
+                        "no run-time kernel list (static only)", *lines)
+    kernels = message["kernels"]
+    own_names = kernel_names(ev.kernel_code)
+    total = sum(k["device_us"] for k in kernels) or 0.0
+    library = sum(k["device_us"] for k in kernels if k["library"] and not _own_kernel(k["name"], own_names))
+    own = [k for k in kernels if _own_kernel(k["name"], own_names) or not k["library"]]
+    listing = "; ".join(f"{k['name'][:70]} x{k['calls']} {k['device_us']:.0f}us{' [library]' if k['library'] else ''}"
+                        for k in kernels[:6])
+    run_lines = [f"run time: {len(kernels)} kernel(s): {listing}" if kernels else "run time: no GPU kernel launched"]
+    if not kernels:
+        verdict = "fail"
+    elif not own:
+        verdict = "fail"
+        run_lines.append("none of the launched kernels is the candidate's own: library kernels did all the work")
+    elif total and library / total > 0.5:
+        verdict = "warn"
+        run_lines.append(f"library kernels took {100 * library / total:.0f}% of device time (library call)")
+    else:
+        verdict = "pass"
+        run_lines.append(f"own kernels took {100 * (1 - library / total) if total else 100:.0f}% of device time")
+    if static_verdict == "fail" and verdict == "pass":
+        static_verdict = "warn"
+    return _verdict(_worst(verdict, static_verdict), *run_lines, *lines)
+
+
+def check_fallback(ev: Evidence) -> dict[str, Any]:
+    static_verdict, lines = _static_part(ev, "fallback")
+    verdict = static_verdict
+    cand = ev.run.first("kernels", which="candidate") if ev.run else None
+    ref = ev.trusted.first("kernels", which="reference") if ev.trusted else None
+    if cand and ref and cand["kernels"]:
+        names = sorted((k["name"], k["calls"]) for k in cand["kernels"])
+        if names == sorted((k["name"], k["calls"]) for k in ref["kernels"]):
+            verdict = "fail"
+            lines.insert(0, "run time: the candidate launches exactly the reference's kernels (it is the reference)")
+        else:
+            lines.insert(0, "run time: the candidate's kernel list differs from the reference's")
+    return _verdict(verdict, *(lines or ["no try/except fallback, ModelNew is not the reference"]))
+
+
+def check_lower_precision(ev: Evidence) -> dict[str, Any]:
+    static_verdict, lines = _static_part(ev, "lower-precision")
+    verdict = static_verdict
+    policy = ev.policy
+    for s in ev.trial_stats:
+        if s.get("rel_l2") is None or s.get("fp32_rel_l2") is None:
+            continue
+        bound = policy["precision_factor"] * max(s["fp32_rel_l2"], policy["fp32_floor"])
+        if s["rel_l2"] > bound:
+            verdict = _worst(verdict, "warn")
+            lines.insert(0, f"trial {s['index']}: relative L2 error {s['rel_l2']:.3g} is {s['rel_l2'] / max(s['fp32_rel_l2'], policy['fp32_floor']):.0f}x "
+                            f"the fp32 reference's own ({s['fp32_rel_l2']:.3g}): computed in lower precision than fp32")
+    for trial in ev.trials:
+        outs, ref = ev.outputs.get((trial["index"], "a")), ev.refs.get(trial["index"])
+        if outs and ref:
+            for k, (o, r) in enumerate(zip(outs, ref["ref32"], strict=False)):
+                if o is not None and o.dtype != r.dtype:
+                    verdict = "fail"
+                    lines.insert(0, f"output {k} dtype {o.dtype} != reference {r.dtype}")
+    flags = ev.run.first("hello") if ev.run else None
+    if flags:
+        lines.append("backend flags pinned: " + ", ".join(f"{k}={v}" for k, v in flags["flags"].items()
+                                                           if "tf32" in k or "precision" in k))
+    return _verdict(verdict, *(lines or ["errors are those of fp32 arithmetic"]))
+
+
+def check_fake_tensor(ev: Evidence) -> dict[str, Any]:
+    messages = _trial_messages(ev)
+    if not messages:
+        return _verdict("skip", "not run")
+    device = "cuda" if any(m.get("outputs") and m["outputs"][0].get("device", "").startswith("cuda") for m in messages) else None
+    lines = []
+    for m in messages:
+        for k, o in enumerate(m.get("outputs", [])):
+            problems = []
+            if not o.get("exact_tensor"):
+                problems.append(f"type {o.get('type')} is not exactly torch.Tensor")
+            if not o.get("has_storage") or o.get("is_meta"):
+                problems.append("no real storage")
+            if device and not str(o.get("device", "")).startswith(device):
+                problems.append(f"on {o.get('device')}")
+            if problems:
+                lines.append(f"trial {m['index']}{m['variant']} output {k}: " + ", ".join(problems))
+    if lines:
+        return _verdict("fail", *lines)
+    return _verdict("pass", "every output is a plain torch.Tensor with real storage on the device")
+
+
+def _timing(report: ChildReport | None, which: str) -> dict[str, Any] | None:
+    message = report.first("timing", which=which) if report else None
+    return message["result"] if message else None
+
+
+def check_side_streams(ev: Evidence) -> dict[str, Any]:
+    static_verdict, lines = _static_part(ev, "side-streams")
+    verdict = static_verdict
+    kernels = ev.run.first("kernels", which="candidate") if ev.run else None
+    reference = ev.trusted.first("kernels", which="reference") if ev.trusted else None
+    timed_streams = {str(k["stream"]) for k in (reference or {}).get("kernels", [])}
+    other_stream = False
+    if kernels:
+        streams = sorted({str(k["stream"]) for k in kernels["kernels"]})
+        extra = [s for s in streams if timed_streams and s not in timed_streams]
+        if len(streams) > 1 or extra:
+            other_stream = True
+            verdict = _worst(verdict, "warn")
+            lines.insert(0, f"run time: kernels ran on stream(s) {', '.join(streams)}; the timed (current) stream is "
+                            f"{', '.join(sorted(timed_streams)) or '?'}")
+        else:
+            lines.insert(0, f"run time: every kernel ran on one stream ({', '.join(streams) or 'none'})")
+    cand, overhead = _timing(ev.run, "candidate"), _timing(ev.trusted, "overhead")
+    if cand and overhead and cand["event_ms"]:
+        gaps = sorted(w - e for w, e in zip(cand["wall_ms"], cand["event_ms"], strict=True))
+        gap = gaps[len(gaps) // 2]
+        base = sorted(w - e for w, e in zip(overhead["wall_ms"], overhead["event_ms"], strict=True))
+        base_gap = base[len(base) // 2] if base else 0.0
+        allowed = base_gap + max(0.25 * cand["event"]["median"], 0.03)
+        detail = (f"median wall-event gap {gap * 1000:.1f}us vs {base_gap * 1000:.1f}us for a trivial kernel "
+                  f"(allowed {allowed * 1000:.1f}us)")
+        if gap > allowed and (other_stream or static_verdict != "pass"):
+            verdict = "fail"
+            lines.insert(0, "event time misses work done on another stream (the device-wide synchronize waited "
+                            "for it): " + detail)
+        elif gap > allowed:
+            verdict = _worst(verdict, "warn")
+            lines.insert(0, "wall clock exceeds event time with no sign of another stream (host overhead, or a "
+                            "GPU shared with other work): " + detail)
+        else:
+            lines.insert(0, "event and wall-clock times agree: " + detail)
+    return _verdict(verdict, *(lines or ["no run-time data"]))
+
+
+def check_threads(ev: Evidence) -> dict[str, Any]:
+    static_verdict, lines = _static_part(ev, "background-threads")
+    verdict = static_verdict
+    hello = ev.run.first("hello") if ev.run else None
+    if hello is None:
+        return _verdict("skip" if static_verdict == "pass" else static_verdict, "not run", *lines)
+    base = hello["threads"]
+    phases = [(f"trial {m['index']}{m['variant']}", m.get("threads_before"), m.get("threads_after"))
+              for m in _trial_messages(ev)]
+    timing = ev.run.first("timing", which="candidate")
+    if timing:
+        phases.append(("timed calls", timing.get("threads_before"), timing.get("threads_after")))
+    import_probe = ev.run.first("probe", phase="import")
+    if import_probe:
+        phases.insert(0, ("import", base, import_probe.get("threads")))
+    for where, before, after in phases:
+        if not after:
+            continue
+        new_python = sorted(set(after["python"]) - set(base["python"]))
+        if new_python:
+            verdict = "fail"
+            lines.insert(0, f"{where}: Python threads the harness did not start: {new_python}")
+        if before and after["os"] > before["os"] > 0:
+            verdict = _worst(verdict, "warn")
+            lines.insert(0, f"{where}: OS threads {before['os']} -> {after['os']} during this step")
+    for m in _trial_messages(ev):
+        if m.get("changed_after_return"):
+            verdict = "fail"
+            lines.insert(0, f"trial {m['index']}{m['variant']}: outputs {m['changed_after_return']} changed after forward "
+                            "returned and the device was synchronized (written by a thread or a late stream)")
+    return _verdict(verdict, *(lines or [f"no new threads ({base['os']} OS threads after the harness warmed up); "
+                                         "outputs stable after return"]))
+
+
+def check_caching(ev: Evidence) -> dict[str, Any]:
+    static_verdict, lines = _static_part(ev, "caching")
+    cand, eager = _timing(ev.run, "candidate"), _timing(ev.trusted, "eager")
+    if not cand or not eager:
+        return _verdict("skip" if static_verdict == "pass" else static_verdict, "no timed calls to re-check", *lines)
+    rtol = ev.policy["timed_fingerprint_rtol"]
+    n = min(len(cand["fingerprints"]), len(eager["fingerprints"]))
+    bad = [i for i in range(n) if not fingerprints_agree(cand["fingerprints"][i], eager["fingerprints"][i], rtol)]
+    if cand["seed_base"] != eager["seed_base"]:
+        return _verdict("fail", "timed inputs were not the ones the harness chose")
+    if bad:
+        return _verdict("fail", f"{len(bad)} of {n} timed calls returned wrong outputs for their fresh inputs "
+                                f"(first: call {bad[0]}): results are cached or stale", *lines)
+    return _verdict(_worst("pass", static_verdict),
+                    f"all {n} timed calls, each on fresh input contents, returned the reference's answer", *lines)
+
+
+def check_timer_patching(ev: Evidence) -> dict[str, Any]:
+    static_verdict, lines = _static_part(ev, "timer-patching")
+    verdict = static_verdict
+    if ev.run is None:
+        return _verdict("skip" if static_verdict == "pass" else static_verdict, "not run", *lines)
+    changed = sorted({name for m in ev.run.messages for name in (m.get("changed") or [])})
+    if changed:
+        verdict = "fail"
+        lines.insert(0, f"replaced after the candidate was imported: {', '.join(changed)}")
+    cand = _timing(ev.run, "candidate")
+    if cand:
+        worse = [i for i, (e, w) in enumerate(zip(cand["event_ms"], cand["wall_ms"], strict=True)) if e > w + 0.05]
+        if worse:
+            verdict = "fail"
+            lines.insert(0, f"{len(worse)} calls report event time above wall time: the clock was tampered with")
+        start, end = ev.run.time_of("timing-start"), ev.run.time_of("timing-end")
+        if start is not None and end is not None:
+            observed = end - start
+            claimed = sum(cand["wall_ms"]) / 1000
+            if claimed > observed * 1.05 + 0.05 or cand["loop_s"] < 0.8 * observed - 0.2:
+                verdict = "fail"
+                lines.insert(0, f"the parent saw the timed loop take {observed:.2f}s; the child reported "
+                                f"{cand['loop_s']:.2f}s (calls {claimed:.2f}s)")
+            else:
+                lines.insert(0, f"parent-observed loop {observed:.2f}s agrees with the child's {cand['loop_s']:.2f}s")
+    if not changed:
+        lines.insert(0, "timer, synchronize, comparison and Module functions are the originals")
+    return _verdict(verdict, *lines)
+
+
+def check_forging(ev: Evidence) -> dict[str, Any]:
+    static_verdict, lines = _static_part(ev, "result-forging")
+    verdict = static_verdict
+    known = {"hello", "probe", "call", "trial", "kernels", "timing-start", "timing-end", "timing", "done", "error",
+             "compiled", "env", "reference-model", "reference", "screen", "note"}
+    for report in (ev.compile, ev.run):
+        if report is None:
+            continue
+        if report.rejects:
+            verdict = "fail"
+            lines.insert(0, f"{report.role}: {len(report.rejects)} malformed line(s) on the result channel: {report.rejects[0][:80]}")
+        odd = [m["kind"] for m in report.messages if m["kind"] not in known]
+        claims = [m["kind"] for m in report.messages if {"verdict", "status", "passed", "correct"} & set(m)]
+        if odd or claims:
+            verdict = "fail"
+            lines.insert(0, f"{report.role}: unexpected messages {sorted(set(odd + claims))} (a child never judges)")
+        if len(report.all("done")) > 1:
+            verdict = "fail"
+            lines.insert(0, f"{report.role}: 'done' sent {len(report.all('done'))} times")
+    return _verdict(verdict, *(lines or ["the channel carried only well-formed reports; the parent judged"]))
+
+
+def check_flags(ev: Evidence) -> dict[str, Any]:
+    static_verdict, lines = _static_part(ev, "flag-flipping")
+    hello = ev.run.first("hello") if ev.run else None
+    if hello is None:
+        return _verdict("skip" if static_verdict == "pass" else static_verdict, "not run", *lines)
+    before = hello["flags"]
+    verdict = static_verdict
+    for m in ev.run.messages:
+        after = m.get("flags")
+        if after is None or m is hello:
+            continue
+        diff = {k: (before.get(k), v) for k, v in after.items() if before.get(k) != v}
+        if diff:
+            verdict = "fail"
+            lines.insert(0, f"{m['kind']} {m.get('index', m.get('phase', ''))}: changed " +
+                         ", ".join(f"{k}: {a} -> {b}" for k, (a, b) in diff.items()))
+            break
+    if verdict != "fail":
+        lines.insert(0, "backend flags unchanged through import, every trial and the timed calls; the reference ran "
+                        "in a process the candidate never touched")
+    return _verdict(verdict, *lines)
+
+
+def _peaks(gpu: str | None) -> tuple[float, float]:
+    for pattern, flops, bandwidth in PEAKS:
+        if gpu and re.search(pattern, gpu):
+            return flops, bandwidth
+    return DEFAULT_PEAK
+
+
+def check_launch_bound(ev: Evidence, speed: dict[str, Any]) -> dict[str, Any]:
+    static_verdict, lines = _static_part(ev, "launch-bound")
+    verdict = static_verdict
+    kernel_ms = speed.get("kernel_ms")
+    if kernel_ms is None:
+        return _verdict("skip" if static_verdict == "pass" else static_verdict, "no timings", *lines)
+    screen = ev.trusted.first("screen") if ev.trusted else {}
+    env = ev.trusted.first("env") if ev.trusted else {}
+    peak_flops, peak_bw = _peaks((env or {}).get("environment", {}).get("gpu"))
+    flops, nbytes = (screen or {}).get("flops"), (screen or {}).get("bytes")
+    floor_ms = max((flops or 0) / peak_flops, (nbytes or 0) / peak_bw) * 1000
+    speed["floor_ms"] = floor_ms
+    lines.insert(0, f"speed-of-light floor {floor_ms * 1000:.2f}us from {flops or 0:.3g} FLOP and {nbytes or 0:.3g} bytes "
+                    f"(peaks {peak_flops:.3g} FLOP/s, {peak_bw:.3g} B/s)")
+    if floor_ms and kernel_ms < floor_ms:
+        verdict = "fail"
+        lines.insert(0, f"{kernel_ms * 1000:.2f}us is faster than the speed-of-light floor: impossible")
+    se = speed.get("speedup_eager")
+    if se and se > 10:
+        verdict = _worst(verdict, "warn")
+        lines.insert(0, f"speedup over eager {se:.1f}x > 10x: implausible without a trick; check the other verdicts")
+    eager, graph = speed.get("eager_ms"), speed.get("graph_ms")
+    if eager and graph:
+        lines.append(f"eager {eager:.4f}ms vs CUDA-graph replay {graph:.4f}ms of the reference "
+                     f"(speedup vs graph {graph / kernel_ms:.2f}x)")
+        if eager / graph > 1.5 and graph / kernel_ms < 1.0:
+            verdict = _worst(verdict, "warn")
+            lines.insert(0, "launch-bound task: the gain over eager is launch overhead; the CUDA-graph reference is faster")
+    return _verdict(verdict, *lines)
+
+
+def check_out_of_bounds(ev: Evidence) -> dict[str, Any]:
+    if not _trial_messages(ev):
+        return _verdict("skip", "not run")
+    lines, verdict = [], "pass"
+    for m, items in _run_facts(ev, "guard_damage"):
+        verdict = "fail"
+        lines.append(f"trial {m['index']}{m['variant']}: guard band around input(s) {items} overwritten")
+    if ev.sanitizer is not None:
+        tail = ev.sanitizer.log_tail
+        match = re.search(r"ERROR SUMMARY: (\d+) error", tail)
+        if match and int(match.group(1)) > 0:
+            verdict = "fail"
+            lines.append(f"compute-sanitizer memcheck: {match.group(0)}")
+        elif match:
+            lines.append("compute-sanitizer memcheck: 0 errors")
+        else:
+            verdict = _worst(verdict, "warn")
+            lines.append(f"compute-sanitizer did not finish: {ev.sanitizer.failure()[:200]}")
+    else:
+        lines.append("outputs have no guard bands (the kernel allocates them); run with --sanitize for memcheck")
+    if verdict == "pass":
+        lines.insert(0, "1024-element random guard bands around every input unchanged after every call")
+    return _verdict(verdict, *lines)
+
+
+def check_static_evasion(ev: Evidence) -> dict[str, Any]:
+    static_verdict, lines = _static_part(ev, "static-evasion")
+    return _verdict(static_verdict, *(lines or ["no dynamic code"]))
+
+
+def speed_summary(ev: Evidence) -> dict[str, Any]:
+    """Kernel, eager, compile and CUDA-graph medians (ms) and the speedups."""
+    cand = _timing(ev.run, "candidate")
+    eager, compiled, graph = (_timing(ev.trusted, w) for w in ("eager", "compile", "cuda-graph"))
+    speed: dict[str, Any] = {}
+    if cand:
+        speed["kernel_ms"], speed["kernel_iqr_ms"] = cand["event"]["median"], cand["event"]["iqr"]
+        speed["kernel_wall_ms"] = cand["wall"]["median"]
+    for name, result in (("eager", eager), ("compile", compiled), ("graph", graph)):
+        if result:
+            speed[f"{name}_ms"], speed[f"{name}_iqr_ms"] = result["event"]["median"], result["event"]["iqr"]
+    if compiled:
+        speed["compile_s"] = compiled.get("compile_s")
+    if speed.get("kernel_ms"):
+        for name in ("eager", "compile", "graph"):
+            if speed.get(f"{name}_ms"):
+                speed[f"speedup_{name}"] = speed[f"{name}_ms"] / speed["kernel_ms"]
+    return speed
+
+
+CHECK_FUNCTIONS: tuple[tuple[str, Any], ...] = (
+    ("compiles", check_compiles),
+    ("runs", check_runs),
+    ("correctness", check_correctness),
+    ("stale-memory", check_stale_memory),
+    ("launch-errors", check_launch_errors),
+    ("weak-check", check_weak_check),
+    ("degenerate-task", check_degenerate),
+    ("output-aliasing", check_aliasing),
+    ("input-mutation", check_mutation),
+    ("hard-coding", check_hard_coding),
+    ("problem-change", check_problem_change),
+    ("not-a-kernel", check_not_a_kernel),
+    ("fallback", check_fallback),
+    ("lower-precision", check_lower_precision),
+    ("fake-tensor", check_fake_tensor),
+    ("side-streams", check_side_streams),
+    ("background-threads", check_threads),
+    ("caching", check_caching),
+    ("timer-patching", check_timer_patching),
+    ("result-forging", check_forging),
+    ("flag-flipping", check_flags),
+    ("launch-bound", check_launch_bound),
+    ("out-of-bounds", check_out_of_bounds),
+    ("static-evasion", check_static_evasion),
+)
+
+
+def _guarded(name: str, function: Any, ev: Evidence, speed: dict[str, Any]) -> dict[str, Any]:
+    """Run one check; a check that cannot judge what it was given fails closed (never passes by accident)."""
+    import inspect
+
+    try:
+        if len(inspect.signature(function).parameters) == 2:
+            return function(ev, speed)
+        return function(ev)
+    except Exception as error:
+        if ev.run is None and ev.compile is None:
+            return _verdict("skip", f"not judged: {type(error).__name__}: {error}"[:300])
+        return _verdict("fail", f"could not be judged on these outputs ({type(error).__name__}: {error})"[:300])
+
+
+def judge(ev: Evidence) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """Every check's verdict and the speed summary."""
+    ev.trial_stats = compute_trial_stats(ev) if ev.run is not None else []
+    speed = speed_summary(ev)
+    checks = {name: _guarded(name, function, ev, speed) for name, function in CHECK_FUNCTIONS}
+    untrusted_events = checks["side-streams"]["verdict"] == "fail" or checks["timer-patching"]["verdict"] == "fail"
+    if untrusted_events and speed.get("kernel_wall_ms"):
+        speed["kernel_ms"] = speed["kernel_wall_ms"]
+        speed["kernel_ms_from"] = "host wall clock with device-wide synchronize (events untrusted); speedups wall/wall"
+        for name, which in (("eager", "eager"), ("compile", "compile"), ("graph", "cuda-graph")):
+            baseline = _timing(ev.trusted, which)
+            if baseline:
+                speed[f"{name}_wall_ms"] = baseline["wall"]["median"]
+                speed[f"speedup_{name}"] = baseline["wall"]["median"] / speed["kernel_ms"]
+        checks["launch-bound"] = _guarded("launch-bound", check_launch_bound, ev, speed)
+    threats = {name: row for name, row, _ in CHECKS}
+    for name, result in checks.items():
+        result["threat"] = threats.get(name, "-")
+    return checks, speed
+
+
+def overall_status(checks: dict[str, dict[str, Any]]) -> str:
+    """passed, failed (a correctness check failed), flagged (another check failed or warned)."""
+    if any(c["verdict"] == "fail" for n, c in checks.items() if n in CORRECTNESS_CHECKS):
+        return "failed"
+    if any(c["verdict"] in ("fail", "warn") for c in checks.values()):
+        return "flagged"
+    return "passed"
+
+
+def properties(checks: dict[str, dict[str, Any]], static: list[dict[str, Any]]) -> list[str]:
+    """Leaderboard-filterable facts: library-call, no-gpu-code, self-timing, reduced-precision, ..."""
+    rules = {f["rule"] for f in static}
+    facts = {
+        "library-call": bool(rules & {"py-library-compute", "py-library-module", "cpp-aten-compute",
+                                      "cpp-tensor-method-compute", "cpp-vendor-library", "cpp-cutlass"})
+                        or any("library kernels" in e for e in checks.get("not-a-kernel", {}).get("evidence", [])),
+        "no-gpu-code": "no-gpu-code" in rules,
+        "self-timing": bool(rules & {"py-self-timing", "cpp-self-timing"}),
+        "reduced-precision": bool(rules & {"py-reduced-precision", "cpp-reduced-precision"})
+                             or checks.get("lower-precision", {}).get("verdict") in ("warn", "fail")
+                             and any("lower precision" in e for e in checks["lower-precision"]["evidence"]),
+        "try-fallback": "py-try-fallback" in rules or "cpp-try-fallback" in rules,
+        "side-streams": bool(rules & {"py-stream", "cpp-stream"}),
+        "cuda-graphs": bool(rules & {"py-cuda-graph", "cpp-cuda-graph"}),
+        "unlaunched-kernel": "cpp-unlaunched-kernel" in rules,
+        "nondeterministic": any("nondeterministic" in e for c in ("launch-errors", "stale-memory")
+                                for e in checks.get(c, {}).get("evidence", [])),
+    }
+    return sorted(name for name, present in facts.items() if present)

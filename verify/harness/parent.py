@@ -1,0 +1,463 @@
+"""The parent: runs the static scan, spawns the trusted and candidate children, collects, judges, reports.
+
+Each child is this same script started again with ``--role``; it gets a scrubbed environment (an
+allowlist: no tokens, no credentials), its own temporary folder as home and cwd, a new session (so the
+whole process group is killed afterwards, background helpers included), a timeout, and one end of a
+pipe as its result channel. The references are loaded into the parent's memory and their files deleted
+before the candidate starts; the parent makes itself non-dumpable so a same-user process cannot read
+its memory through /proc or ptrace.
+
+Example:
+    >>> scrubbed_environment({"PATH": "/bin", "AWS_SECRET_ACCESS_KEY": "x"}, "/tmp/h")["PATH"]
+    '/bin'
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from verify.harness.common import HARNESS_VERSION, make_non_dumpable, read_blobs
+from verify.harness.judge import TOLERANCE, ChildReport, Evidence, judge, overall_status, properties
+from verify.harness.report import render_text
+from verify.harness.static import scan_source, static_verdicts
+from verify.harness.tensors import DISTRIBUTIONS
+
+# The AI CUDA Engineer Archive's Nsight Compute configuration (robust-kbench: -c 5 -s 6, these sections).
+NCU_SECTIONS: tuple[str, ...] = ("Occupancy", "WarpStateStats", "MemoryWorkloadAnalysis", "ComputeWorkloadAnalysis")
+
+# Environment variables a child keeps; everything else (tokens, keys, proxies, PYTHONPATH hooks) is dropped.
+ENV_ALLOWLIST: tuple[str, ...] = (
+    "PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER", "LD_LIBRARY_PATH", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "CC", "CXX",
+    "MAX_JOBS", "TORCH_CUDA_ARCH_LIST", "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST",
+    "NVSHMEM_DISABLE_NVLS", "PYTHONPATH", "VIRTUAL_ENV",
+)
+
+
+def scrubbed_environment(source: dict[str, str], home: str) -> dict[str, str]:
+    """The allowlisted variables of ``source``, with HOME, TMPDIR and caches pointed into ``home``."""
+    env = {k: v for k, v in source.items() if k in ENV_ALLOWLIST}
+    env.update(
+        HOME=home, TMPDIR=home, TORCH_EXTENSIONS_DIR=str(Path(home) / "torch_extensions"),
+        TRITON_CACHE_DIR=str(Path(home) / "triton"), PYTHONNOUSERSITE="1", PYTHONDONTWRITEBYTECODE="1",
+        PYTHONUNBUFFERED="1", TORCHINDUCTOR_CACHE_DIR=str(Path(home) / "inductor"),
+    )
+    return env
+
+
+class ChildProcess:
+    """One child started now and collected later: its channel is read by a thread with receive times.
+
+    The child gets the pipe's write end by number (``--channel FD``); the parent keeps only the read end.
+    On timeout, and after a normal exit too, the child's whole process group is killed.
+    """
+
+    def __init__(self, argv: list[str], *, role: str, env: dict[str, str], cwd: str | os.PathLike[str],
+                 channel: bool = True, blobs: bool = False) -> None:
+        self.report = ChildReport(role=role)
+        self.blobs: dict[str, bytes] = {}
+        self._log_path = Path(cwd) / f"{role}.log"
+        self._chunks: list[tuple[float, bytes]] = []
+        read_fd, write_fd = os.pipe() if channel else (None, None)
+        args = [*argv, "--channel", str(write_fd)] if channel else list(argv)
+        blob_read, blob_write = os.pipe() if blobs else (None, None)
+        if blob_write is not None:
+            args += ["--blobs", str(blob_write)]
+        passed = tuple(fd for fd in (write_fd, blob_write) if fd is not None)
+        self._started = time.monotonic()
+        self._log = open(self._log_path, "wb")  # noqa: SIM115 - closed in wait()
+        self.process = subprocess.Popen(
+            args, env=env, cwd=str(cwd), stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+            pass_fds=passed, start_new_session=True, close_fds=True,
+        )
+        self._thread: threading.Thread | None = None
+        self._blob_thread: threading.Thread | None = None
+        if write_fd is not None and read_fd is not None:
+            os.close(write_fd)
+            self._thread = threading.Thread(target=self._read, args=(read_fd,), daemon=True)
+            self._thread.start()
+        if blob_write is not None and blob_read is not None:
+            os.close(blob_write)
+            self._blob_thread = threading.Thread(target=self._read_blobs, args=(blob_read,), daemon=True)
+            self._blob_thread.start()
+
+    def _read_blobs(self, read_fd: int) -> None:
+        with os.fdopen(read_fd, "rb", buffering=0) as stream:
+            self.blobs = read_blobs(stream)
+
+    def _read(self, read_fd: int) -> None:
+        buffer = b""
+        with os.fdopen(read_fd, "rb", buffering=0) as stream:
+            while True:
+                data = stream.read(65536)
+                if not data:
+                    break
+                buffer += data
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    self._chunks.append((time.monotonic(), line + b"\n"))
+        if buffer:
+            self._chunks.append((time.monotonic(), buffer))
+
+    def wait(self, timeout_s: float) -> ChildReport:
+        """Wait for the child (killing its process group at the timeout) and return what it reported."""
+        from verify.harness.common import read_messages
+
+        report = self.report
+        remaining = max(0.1, timeout_s - (time.monotonic() - self._started))
+        try:
+            report.returncode = self.process.wait(timeout=remaining)
+        except subprocess.TimeoutExpired:
+            report.timed_out = True
+        finally:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            if report.timed_out:
+                report.returncode = self.process.wait()
+            self._log.close()
+        for thread in (self._thread, self._blob_thread):
+            if thread:
+                thread.join(timeout=30)
+        report.seconds = time.monotonic() - self._started
+        for at, line in self._chunks:
+            messages, rejects = read_messages(line)
+            report.messages.extend(messages)
+            report.received.extend([at] * len(messages))
+            report.rejects.extend(rejects)
+        report.log_tail = self._log_path.read_text(errors="replace")[-8000:]
+        return report
+
+
+def run_child(
+    argv: list[str],
+    *,
+    role: str,
+    env: dict[str, str],
+    cwd: str | os.PathLike[str],
+    timeout_s: float,
+    channel: bool = True,
+) -> ChildReport:
+    """Run one child to completion or its timeout; its messages, exit status and log tail."""
+    return ChildProcess(argv, role=role, env=env, cwd=cwd, channel=channel).wait(timeout_s)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        description=(
+            "Verify one GPU kernel against its PyTorch reference: correctness over fresh seeds and input "
+            "distributions vs float64, every anti-reward-hack check, and timing against eager and "
+            "torch.compile measured the same way. WARNING: this runs the kernel's code, which is untrusted; "
+            "it runs in child processes with a scrubbed environment, but on your machine and as your user. "
+            "Run it in a container or VM you do not mind losing."
+        ),
+    )
+    parser.add_argument("--trials", type=int, default=5, help="correctness trials (fresh seeds; distributions cycle)")
+    parser.add_argument("--json", action="store_true", help="print only the JSON report")
+    parser.add_argument("--report", help="also write the JSON report to this file")
+    parser.add_argument("--static-only", action="store_true", help="only the checks that need no GPU (nothing runs)")
+    parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"),
+                        help="cuda (default); cpu only exercises the harness on CPU-only candidates, without timing")
+    parser.add_argument("--compile-timeout", type=float, default=900.0, help="seconds for building the kernel")
+    parser.add_argument("--run-timeout", type=float, default=600.0, help="seconds for the candidate's run step")
+    parser.add_argument("--trusted-timeout", type=float, default=900.0, help="seconds for references and baselines")
+    parser.add_argument("--target-seconds", type=float, default=1.0, help="about how long each timed series runs")
+    parser.add_argument("--no-compile-baseline", action="store_true", help="skip the torch.compile baseline")
+    parser.add_argument("--sanitize", action="store_true",
+                        help="also run one trial under compute-sanitizer memcheck (slow; catches out-of-bounds writes)")
+    parser.add_argument("--keep", action="store_true", help="keep the work folder (printed) for inspection")
+    parser.add_argument("--seed", type=int, help="fix the seeds (default: fresh random seeds every run)")
+    parser.add_argument("--profile", action="store_true",
+                        help="profile instead of verifying: torch.profiler events and Nsight Compute (ncu) metrics")
+    parser.add_argument("--ncu-sections", default=",".join(NCU_SECTIONS),
+                        help="comma-separated ncu sections (default: the archive's four)")
+    parser.add_argument("--no-ncu", action="store_true", help="with --profile: skip Nsight Compute")
+    parser.add_argument("--ncu-timeout", type=float, default=900.0, help="seconds for the ncu run")
+    parser.add_argument("--role", choices=("trusted", "compile", "run", "profile"), help=argparse.SUPPRESS)
+    parser.add_argument("--job", help=argparse.SUPPRESS)
+    parser.add_argument("--channel", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--blobs", type=int, help=argparse.SUPPRESS)
+    return parser
+
+
+def _trials(n: int, rng: secrets.SystemRandom | Any) -> list[dict[str, Any]]:
+    return [{"index": i, "seed": rng.randrange(1, 2**31), "distribution": DISTRIBUTIONS[i % len(DISTRIBUTIONS)]}
+            for i in range(max(1, n))]
+
+
+def _load_outputs(blobs: dict[str, bytes], report: ChildReport) -> dict[tuple[int, str], list[Any]]:
+    import io
+
+    import torch
+
+    outputs: dict[tuple[int, str], list[Any]] = {}
+    for message in report.all("trial"):
+        blob = blobs.get(str(message.get("blob")))
+        if blob is None:
+            continue
+        try:
+            loaded = torch.load(io.BytesIO(blob), map_location="cpu", weights_only=True)
+        except Exception:
+            continue
+        if isinstance(loaded, list):
+            outputs[(int(message["index"]), str(message["variant"]))] = [
+                t if isinstance(t, torch.Tensor) else None for t in loaded]
+    return outputs
+
+
+def static_report(embedded: dict[str, Any]) -> dict[str, Any]:
+    """The report of the static checks alone (no torch, no GPU)."""
+    findings = [f.as_dict() for f in scan_source(embedded["kernel_code"], embedded["form"])]
+    ev = Evidence(form=embedded["form"], kernel_code=embedded["kernel_code"], static=findings, trials=[])
+    checks, _ = judge(ev)
+    checks = {n: c for n, c in checks.items() if c["verdict"] != "skip" or n in static_verdicts(findings)}
+    return _base_report(embedded, "static-only") | {
+        "status": "static-only",
+        "checks": checks,
+        "static": findings,
+        "properties": properties(checks, findings),
+    }
+
+
+def _base_report(embedded: dict[str, Any], mode: str) -> dict[str, Any]:
+    meta = embedded.get("meta") or {}
+    return {
+        "harness_version": HARNESS_VERSION,
+        "mode": mode,
+        "kernel": {"id": meta.get("kernel_id"), "name": meta.get("kernel_name"), "source": meta.get("source"),
+                   "form": embedded["form"]},
+        "task": {"id": meta.get("task_id"), "name": meta.get("task_name"), "level": meta.get("level")},
+        "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str) -> dict[str, Any]:
+    """Run every step and judge; the report dict."""
+    make_non_dumpable()
+    findings = [f.as_dict() for f in scan_source(embedded["kernel_code"], embedded["form"])]
+    report = _base_report(embedded, "full")
+    rng: Any = secrets.SystemRandom() if args.seed is None else __import__("random").Random(args.seed)
+    trials = _trials(args.trials, rng)
+    root = Path(tempfile.mkdtemp(prefix="ka-verify-"))
+    trusted_dir, shared_dir, cand_dir = root / "trusted", root / "shared", root / "candidate"
+    for folder in (trusted_dir, shared_dir, cand_dir):
+        folder.mkdir(mode=0o700)
+    timing = {"enabled": args.device == "cuda", "compile": not args.no_compile_baseline,
+              "seed_base": rng.randrange(1, 2**30), "template_seed": rng.randrange(1, 2**30),
+              "target_s": args.target_seconds, "warmup": 3, "min_calls": 30, "max_calls": 400}
+    job = {"device": args.device, "trials": trials, "weight_seed": rng.randrange(1, 2**31),
+           "screen_seed": rng.randrange(1, 2**31), "timing": timing, "shared": str(shared_dir)}
+    ev = Evidence(form=embedded["form"], kernel_code=embedded["kernel_code"], static=findings, trials=trials)
+    log: list[str] = []
+    python = [sys.executable, script]
+    t_start = time.monotonic()
+    try:
+        # The trusted child (references, screens) and the compile child (nvcc) run at the same time; the
+        # trusted child times its baselines only once the compile child is done ("go"), so nothing of the
+        # candidate shares the GPU with those timings.
+        trusted_job = trusted_dir / "job.json"
+        go_file = root / "go"
+        trusted_job.write_text(json.dumps(job | {"work": str(trusted_dir), "go_file": str(go_file),
+                                                 "go_timeout_s": args.compile_timeout + 60}))
+        trusted = ChildProcess([*python, "--role", "trusted", "--job", str(trusted_job)], role="trusted",
+                               env=scrubbed_environment(dict(os.environ), str(trusted_dir)), cwd=trusted_dir,
+                               blobs=True)
+        env = scrubbed_environment(dict(os.environ), str(cand_dir))
+        compile_job = cand_dir / "compile-job.json"
+        compile_job.write_text(json.dumps(job | {"work": str(cand_dir)}))
+        ev.compile = run_child([*python, "--role", "compile", "--job", str(compile_job)], role="compile", env=env,
+                               cwd=cand_dir, timeout_s=args.compile_timeout)
+        go_file.touch()
+        log.append(f"compile: rc={ev.compile.returncode} {ev.compile.seconds:.1f}s\n{ev.compile.log_tail[-3000:]}")
+        # The run child starts now and imports torch while the baselines are timed; it touches the GPU only
+        # once the trusted child is done and its references are out of reach ("trusted-done").
+        runner = None
+        trusted_done = root / "trusted-done"
+        if ev.compile.ok:
+            run_job = cand_dir / "run-job.json"
+            run_job.write_text(json.dumps(job | {"work": str(cand_dir), "wait_file": str(trusted_done),
+                                                 "wait_timeout_s": args.trusted_timeout}))
+            runner = ChildProcess([*python, "--role", "run", "--job", str(run_job)], role="run", env=env, cwd=cand_dir,
+                                  blobs=True)
+        ev.trusted = trusted.wait(args.trusted_timeout + args.compile_timeout)
+        log.append(f"trusted: rc={ev.trusted.returncode} {ev.trusted.seconds:.1f}s\n{ev.trusted.log_tail[-3000:]}")
+        if not ev.trusted.ok:
+            if runner is not None:
+                runner.wait(0.1)
+            report.update(status="error", error=f"the reference could not be computed: {ev.trusted.failure()}",
+                          checks={}, static=findings, log="\n".join(log))
+            return report
+        import io
+
+        import torch
+
+        for trial in trials:
+            blob = trusted.blobs.get(f"ref-{trial['index']}")
+            if blob is None:
+                report.update(status="error", error=f"the trusted child sent no reference for trial {trial['index']}",
+                              checks={}, static=findings, log="\n".join(log))
+                return report
+            ev.refs[trial["index"]] = torch.load(io.BytesIO(blob), map_location="cpu", weights_only=True)
+        shutil.rmtree(trusted_dir, ignore_errors=True)
+        for path in shared_dir.iterdir():
+            path.chmod(0o444)
+        trusted_done.touch()
+        if runner is not None:
+            ev.run = runner.wait(args.run_timeout + (time.monotonic() - t_start))
+            log.append(f"run: rc={ev.run.returncode} {ev.run.seconds:.1f}s\n{ev.run.log_tail[-3000:]}")
+            ev.outputs = _load_outputs(runner.blobs, ev.run)
+            if args.sanitize and ev.run.ok:
+                sanitize_job = cand_dir / "sanitize-job.json"
+                sanitize_job.write_text(json.dumps(job | {"work": str(cand_dir), "trials": trials[:1], "light": True,
+                                                          "deep_trials": 0}))
+                ev.sanitizer = ChildProcess(
+                    ["compute-sanitizer", "--tool", "memcheck", "--print-limit", "20", *python, "--role", "run",
+                     "--job", str(sanitize_job)],
+                    role="sanitize", env=env, cwd=cand_dir, blobs=True).wait(args.run_timeout * 4)
+                log.append(f"sanitize: rc={ev.sanitizer.returncode}\n{ev.sanitizer.log_tail[-3000:]}")
+        checks, speed = judge(ev)
+        env_message = ev.trusted.first("env") or {}
+        call = ev.run.first("call") if ev.run else None
+        report.update(
+            status=overall_status(checks),
+            environment=env_message.get("environment"),
+            flags=env_message.get("flags"),
+            tolerance={k: v for k, v in TOLERANCE.items()},
+            trials=ev.trial_stats,
+            checks=checks,
+            speed=speed,
+            timings={
+                "candidate": _summary(ev.run, "candidate"),
+                **{w: _summary(ev.trusted, w) for w in ("eager", "compile", "cuda-graph", "overhead")},
+            },
+            kernels={"candidate": (ev.run.first("kernels", which="candidate") or {}).get("kernels") if ev.run else None,
+                     "reference": (ev.trusted.first("kernels", which="reference") or {}).get("kernels")},
+            call=call,
+            screen=ev.trusted.first("screen"),
+            static=findings,
+            properties=properties(checks, findings),
+            notes=[m.get("message") for m in ev.trusted.all("note")],
+            harness_seconds=time.monotonic() - t_start,
+            step_seconds={r.role: r.seconds for r in (ev.trusted, ev.compile, ev.run, ev.sanitizer) if r},
+            log="\n".join(log)[-20000:],
+        )
+        return report
+    finally:
+        report["finished_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        if args.keep:
+            report["work_dir"] = str(root)
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def profile_report(args: argparse.Namespace, embedded: dict[str, Any], script: str) -> dict[str, Any]:
+    """Compile, then profile the candidate with torch.profiler and (unless --no-ncu) Nsight Compute."""
+    from verify.harness.static import kernel_names
+
+    report = _base_report(embedded, "profile")
+    root = Path(tempfile.mkdtemp(prefix="ka-profile-"))
+    env = scrubbed_environment(dict(os.environ), str(root))
+    python = [sys.executable, script]
+    job = {"device": "cuda", "weight_seed": 1234, "work": str(root), "warmup": 2, "calls": 5}
+    try:
+        job_path = root / "job.json"
+        job_path.write_text(json.dumps(job))
+        compiled = run_child([*python, "--role", "compile", "--job", str(job_path)], role="compile", env=env, cwd=root,
+                             timeout_s=args.compile_timeout)
+        if not compiled.ok:
+            report.update(status="error", error=compiled.failure())
+            return report
+        torch_run = run_child([*python, "--role", "profile", "--job", str(job_path)], role="profile", env=env, cwd=root,
+                              timeout_s=args.run_timeout)
+        events = (torch_run.first("torch-profile") or {}).get("events")
+        report["torch_profile"] = events
+        if not torch_run.ok:
+            report["torch_profile_error"] = torch_run.failure()
+        if not args.no_ncu:
+            ncu_job = root / "ncu-job.json"
+            ncu_job.write_text(json.dumps(job | {"torch_profile": False, "calls": 11}))
+            csv_path = root / "ncu.csv"
+            names = kernel_names(embedded["kernel_code"])
+            command = ["ncu", "--csv", "--page", "details", "-c", "5", "-s", "6", "--log-file", str(csv_path)]
+            for section in [s.strip() for s in args.ncu_sections.split(",") if s.strip()]:
+                command += ["--section", section]
+            if names:
+                command += ["-k", "regex:" + "|".join(names)]
+            ncu_run = run_child([*command, *python, "--role", "profile", "--job", str(ncu_job)], role="ncu", env=env,
+                                cwd=root, timeout_s=args.ncu_timeout, channel=False)
+            report["ncu_command"] = " ".join(command)
+            report["ncu_csv"] = csv_path.read_text(errors="replace") if csv_path.is_file() else None
+            if ncu_run.returncode != 0 or not report["ncu_csv"]:
+                report["ncu_error"] = ncu_run.failure()
+        report["status"] = "profiled" if events or report.get("ncu_csv") else "error"
+        report["log"] = "\n".join(r.log_tail[-3000:] for r in (compiled, torch_run))
+        return report
+    finally:
+        report["finished_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _summary(report: ChildReport | None, which: str) -> dict[str, Any] | None:
+    message = report.first("timing", which=which) if report else None
+    if not message:
+        return None
+    result = message["result"]
+    return {"calls": result["calls"], "event_ms": result["event"], "wall_ms": result["wall"], "loop_s": result["loop_s"],
+            **({"compile_s": result["compile_s"]} if "compile_s" in result else {})}
+
+
+def main(argv: list[str] | None, embedded: dict[str, Any], script: str) -> int:
+    """The script's entry point: a child role, or the parent (static-only or full)."""
+    args = _parser().parse_args(argv)
+    if args.role:
+        from verify.harness.roles import child_main
+
+        return child_main(args.role, args.job, args.channel, embedded, args.blobs)
+    if args.static_only:
+        report = static_report(embedded)
+    elif args.profile:
+        report = profile_report(args, embedded, script)
+    else:
+        report = full_report(args, embedded, script)
+    text = json.dumps(report, default=str, allow_nan=False) if _finite(report) else json.dumps(
+        _scrub(report), default=str)
+    if args.report:
+        Path(args.report).write_text(text)
+    if not args.json:
+        print(render_text(report))
+        print()
+    print(text)
+    return {"passed": 0, "static-only": 0, "profiled": 0, "flagged": 1, "failed": 2}.get(report.get("status", ""), 3)
+
+
+def _finite(value: Any) -> bool:
+    try:
+        json.dumps(value, default=str, allow_nan=False)
+        return True
+    except ValueError:
+        return False
+
+
+def _scrub(value: Any) -> Any:
+    import math
+
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _scrub(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_scrub(v) for v in value]
+    return value

@@ -1,0 +1,563 @@
+"""What each child process does: ``trusted`` (reference and baselines), ``compile`` and ``run`` (the candidate).
+
+The trusted child never imports the candidate: it draws the inputs, computes the float64 and fp32
+references, screens the task (degenerate? launch-bound?), lists the reference's GPU kernels and times
+the eager, ``torch.compile`` and CUDA-graph baselines. The candidate children import the candidate only
+after the harness has captured its clock, flags, identities and thread counts, and they only *report*:
+outputs go to files, facts and raw timings to the channel. The parent judges.
+
+Example:
+    >>> sorted(ROLES)
+    ['compile', 'profile', 'run', 'trusted']
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import io
+import json
+import os
+import re
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from verify.harness.common import (
+    BlobChannel,
+    Channel,
+    changed_identities,
+    make_non_dumpable,
+    pin_flags,
+    snapshot_flags,
+    snapshot_identities,
+    thread_counts,
+)
+from verify.harness.task import copy_matching_state, derive_call, load_module, parse_forward_signature
+from verify.harness.tensors import (
+    POISON_FILLS,
+    describe,
+    guarded_copy,
+    guards_intact,
+    make_inputs,
+    overlaps,
+    poison_free_memory,
+    storage_span,
+)
+from verify.harness.timing import Clock, l2_flush_buffer, time_callable
+
+# Library kernel names (cuBLAS, cuDNN, CUTLASS, ATen's own kernels, Triton): work the candidate did not write.
+LIBRARY_KERNEL_PATTERNS: tuple[str, ...] = (
+    r"cublas", r"cudnn", r"cutlass", r"\bgemm", r"gemv", r"sm\d+_xmma", r"xmma_", r"ampere_", r"hopper_", r"volta_",
+    r"turing_", r"sm90_", r"sm80_", r"nvjet", r"cusparse", r"cufft", r"at::native::", r"\bat_cuda_detail",
+    r"elementwise_kernel", r"reduce_kernel", r"vectorized_elementwise", r"unrolled_elementwise", r"softmax_warp",
+    r"cunn_", r"implicit_convolve", r"conv2d_grouped", r"flash_fwd", r"fmha", r"triton_", r"CatArrayBatchedCopy",
+    r"indexSelect", r"splitKreduce", r"Kernel_\w+_tensorop", r"winograd", r"fft2d", r"scalePackedTensor",
+)
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
+def _trace_kernels(torch: Any, call: Any, inputs: list[Any], folder: Path) -> list[dict[str, Any]]:
+    """GPU kernels one call launched: name, device microseconds and stream, from a profiler trace."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        call(inputs)
+        torch.cuda.synchronize()
+    path = folder / f"trace-{os.getpid()}-{time.perf_counter_ns()}.json"
+    prof.export_chrome_trace(str(path))
+    events = json.loads(path.read_text()).get("traceEvents", [])
+    path.unlink()
+    kernels: dict[tuple[str, Any], dict[str, Any]] = {}
+    for event in events:
+        if event.get("cat") not in ("kernel", "Kernel") or event.get("ph") != "X":
+            continue
+        name = event.get("name", "")
+        stream = (event.get("args") or {}).get("stream")
+        entry = kernels.setdefault((name, stream), {"name": name, "stream": stream, "calls": 0, "device_us": 0.0})
+        entry["calls"] += 1
+        entry["device_us"] += float(event.get("dur", 0.0))
+    for entry in kernels.values():
+        entry["library"] = any(re.search(p, entry["name"], re.I) for p in LIBRARY_KERNEL_PATTERNS)
+    return sorted(kernels.values(), key=lambda e: -e["device_us"])
+
+
+def _environment(torch: Any, device: str) -> dict[str, Any]:
+    import platform
+    import subprocess
+
+    env: dict[str, Any] = {
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "device": device,
+    }
+    if device == "cuda":
+        index = torch.cuda.current_device()
+        props = torch.cuda.get_device_properties(index)
+        env.update(
+            gpu=props.name,
+            capability=f"{props.major}.{props.minor}",
+            sms=props.multi_processor_count,
+            memory_gb=round(props.total_memory / 2**30, 1),
+            l2_bytes=int(getattr(props, "L2_cache_size", 0) or 0),
+            cudnn=torch.backends.cudnn.version(),
+        )
+        try:
+            query = "driver_version,clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem,power.limit,temperature.gpu"
+            line = subprocess.run(
+                ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader", "-i", str(index)],
+                capture_output=True, text=True, timeout=10,
+            ).stdout.strip().splitlines()[0]
+            env.update(dict(zip(query.split(","), (v.strip() for v in line.split(",")), strict=False)))
+            env["driver"] = env.pop("driver_version", None)
+        except Exception as error:
+            env["nvidia_smi"] = f"unavailable: {error}"
+    return env
+
+
+def _reference_class(task: Any, functional: Any, form: str) -> Any:
+    if form == "cuda-binding" and functional is not None and hasattr(functional, "Model"):
+        return functional.Model
+    return task.Model
+
+
+def _load_task(embedded: dict[str, Any], folder: Path) -> tuple[Any, Any]:
+    task = load_module(embedded["task_code"], "ka_task", folder)
+    functional = None
+    if embedded.get("functional_code"):
+        functional = load_module(embedded["functional_code"], "ka_task_functional", folder)
+    return task, functional
+
+
+def _build_reference(torch: Any, task: Any, functional: Any, form: str, seed: int, device: str) -> tuple[Any, list[Any]]:
+    torch.manual_seed(seed)
+    init_inputs = list(task.get_init_inputs())
+    torch.manual_seed(seed)
+    model = _reference_class(task, functional, form)(*init_inputs).to(device)
+    return model, init_inputs
+
+
+def _cpu(value: Any) -> Any:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.detach().to("cpu")
+    if isinstance(value, list | tuple):
+        return [_cpu(v) for v in value]
+    return value
+
+
+def _flops(torch: Any, model: Any, inputs: list[Any]) -> float | None:
+    try:
+        from torch.utils.flop_counter import FlopCounterMode
+
+        with FlopCounterMode(display=False) as counter, torch.no_grad():
+            model(*inputs)
+        return float(counter.get_total_flops())
+    except Exception:
+        return None
+
+
+def _bytes_moved(torch: Any, model: Any, inputs: list[Any], outputs: list[Any]) -> int:
+    tensors = [t for t in [*inputs, *outputs] if isinstance(t, torch.Tensor)]
+    tensors += list(model.parameters())
+    return int(sum(t.numel() * t.element_size() for t in tensors))
+
+
+def _rel_change(torch: Any, a: list[Any], b: list[Any]) -> float:
+    changes = []
+    for x, y in zip(a, b, strict=False):
+        if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and x.shape == y.shape:
+            x64, y64 = x.double(), y.double()
+            denom = float(torch.linalg.vector_norm(x64)) or 1.0
+            changes.append(float(torch.linalg.vector_norm(x64 - y64)) / denom)
+    return max(changes) if changes else float("nan")
+
+
+def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, blobs: BlobChannel) -> None:
+    """References, task screens and baselines, in a process that never sees the candidate.
+
+    The references go to the parent through the blob pipe, never to a file.
+    """
+    import torch
+
+    make_non_dumpable()
+    device = job["device"]
+    pin_flags(torch)
+    work = Path(job["work"])
+    shared = Path(job["shared"])
+    channel.send("env", environment=_environment(torch, device), flags=snapshot_flags({"torch": torch}))
+    task, functional = _load_task(embedded, work)
+    model, init_inputs = _build_reference(torch, task, functional, embedded["form"], job["weight_seed"], device)
+    torch.save(_cpu(model.state_dict()), shared / "weights.pt")
+    channel.send("reference-model", reference=type(model).__module__ + "." + type(model).__name__,
+                 parameters={n: list(p.shape) for n, p in model.state_dict().items()},
+                 init_inputs=repr(init_inputs)[:500])
+    model64 = copy.deepcopy(model).double()
+    for trial in job["trials"]:
+        inputs = make_inputs(task.get_inputs, trial["seed"], trial["distribution"], device)
+        torch.save(_cpu(inputs), shared / f"inputs-{trial['index']}.pt")
+        with torch.no_grad():
+            ref32 = _as_list(model(*inputs))
+            ref64: list[Any] | None
+            try:
+                ref64 = _as_list(model64(*[x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+                                           for x in inputs]))
+                precision = "float64"
+            except Exception as error:
+                ref64, precision = None, f"float32 (float64 failed: {type(error).__name__}: {str(error)[:120]})"
+        buffer = io.BytesIO()
+        torch.save({"ref64": _cpu(ref64), "ref32": _cpu(ref32)}, buffer)
+        blobs.send(f"ref-{trial['index']}", buffer.getvalue())
+        channel.send("reference", index=trial["index"], precision=precision, outputs=[describe(t) for t in ref32])
+    screen_inputs = make_inputs(task.get_inputs, job["screen_seed"], "randn", device)
+    other_inputs = make_inputs(task.get_inputs, job["screen_seed"] + 1, "randn", device)
+    other_model, _ = _build_reference(torch, task, functional, embedded["form"], job["weight_seed"] + 7919, device)
+    with torch.no_grad():
+        base = _as_list(model(*screen_inputs))
+        by_inputs = _as_list(model(*other_inputs))
+        by_weights = _as_list(other_model(*screen_inputs))
+    has_weights = any(p.numel() for p in model.parameters())
+    channel.send("screen", input_sensitivity=_rel_change(torch, base, by_inputs),
+                 weight_sensitivity=_rel_change(torch, base, by_weights) if has_weights else None,
+                 flops=_flops(torch, model, screen_inputs),
+                 bytes=_bytes_moved(torch, model, screen_inputs, base))
+    template = make_inputs(task.get_inputs, job["timing"]["template_seed"], "task", device)
+    torch.save(_cpu(template), shared / "template.pt")
+    if device == "cuda":
+        with torch.no_grad():
+            channel.send("kernels", which="reference", kernels=_trace_kernels(torch, lambda i: model(*i), template, work))
+    if job.get("go_file"):
+        deadline = time.monotonic() + job.get("go_timeout_s", 900)
+        while not Path(job["go_file"]).exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+    clock = Clock(torch, device)
+    flush = l2_flush_buffer(torch, device)
+    options = {k: v for k, v in job["timing"].items() if k in ("warmup", "min_calls", "max_calls", "target_s")}
+    seed_base = job["timing"]["seed_base"]
+    tiny = torch.zeros(1, device=device)
+    channel.send("timing", which="overhead",
+                 result=time_callable(clock, lambda i: tiny.add_(1), [], seed_base, flush=flush, **options))
+    with torch.no_grad():
+        channel.send("timing", which="eager",
+                     result=time_callable(clock, lambda i: model(*i), template, seed_base, flush=flush, **options))
+    if device != "cuda" or not job["timing"].get("enabled", True):
+        channel.send("done")
+        return
+    if job["timing"].get("compile", True):
+        try:
+            t0 = time.perf_counter()
+            compiled = torch.compile(model)
+            with torch.no_grad():
+                compiled(*template)
+            compile_s = time.perf_counter() - t0
+            with torch.no_grad():
+                result = time_callable(clock, lambda i: compiled(*i), template, seed_base, flush=flush, **options)
+            result["compile_s"] = compile_s
+            channel.send("timing", which="compile", result=result)
+        except Exception as error:
+            channel.send("note", which="compile", message=f"torch.compile baseline failed: {type(error).__name__}: {error}"[:800])
+    try:
+        static = [x.clone() if isinstance(x, torch.Tensor) else x for x in template]
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream), torch.no_grad():
+            for _ in range(3):
+                model(*static)
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph), torch.no_grad():
+            graph_out = model(*static)
+
+        def prepare(inputs: list[Any]) -> None:
+            for dst, src in zip(static, inputs, strict=True):
+                if isinstance(dst, torch.Tensor):
+                    dst.copy_(src)
+
+        def replay(_: list[Any]) -> Any:
+            graph.replay()
+            return graph_out
+
+        channel.send("timing", which="cuda-graph",
+                     result=time_callable(clock, replay, template, seed_base, flush=flush, prepare=prepare, **options))
+    except Exception as error:
+        channel.send("note", which="cuda-graph", message=f"CUDA-graph baseline failed: {type(error).__name__}: {error}"[:800])
+    channel.send("done")
+
+
+def _extension_name(code: str) -> str:
+    return "ka_kernel_" + hashlib.sha256(code.encode()).hexdigest()[:12]
+
+
+def _load_candidate(torch: Any, embedded: dict[str, Any], work: Path) -> Any:
+    if embedded["form"] == "cuda-binding":
+        from torch.utils.cpp_extension import load
+
+        source = work / "kernel.cu"
+        if not source.is_file() or source.read_text(encoding="utf-8") != embedded["kernel_code"]:
+            source.write_text(embedded["kernel_code"], encoding="utf-8")
+        build = work / "build"
+        build.mkdir(exist_ok=True)
+        return load(name=_extension_name(embedded["kernel_code"]), sources=[str(source)],
+                    build_directory=str(build), extra_cuda_cflags=["-O3"], verbose=False)
+    module = load_module(embedded["kernel_code"], "ka_candidate", work)
+    if not hasattr(module, "ModelNew"):
+        raise AttributeError("the kernel file defines no class ModelNew")
+    return module
+
+
+def role_compile(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, blobs: BlobChannel) -> None:
+    """Build (cuda-binding) or import (model-new, whose load_inline builds) the candidate."""
+    import torch
+
+    pin_flags(torch)
+    t0 = time.perf_counter()
+    _load_candidate(torch, embedded, Path(job["work"]))
+    channel.send("compiled", seconds=time.perf_counter() - t0)
+
+
+def _equal_state(torch: Any, before: dict[str, Any], model: Any) -> list[str]:
+    now = dict(model.state_dict())
+    return [n for n, t in before.items() if n in now and not torch.equal(now[n], t)]
+
+
+def _warm_process(torch: Any, device: str, clock: Clock, work: Path) -> None:
+    """Do once everything the harness will do (CPU pool, cuBLAS, events, generators, profiler) so the
+    threads and state those create exist before the baseline snapshot, not after the candidate ran."""
+    a = torch.randn(256, 256)
+    (a @ a).sum().item()
+    b = torch.randn(256, 256, device=device)
+    (b @ b).sum().item()
+    time_callable(clock, lambda i: i[0].add_(1), [b], 1, warmup=1, min_calls=2, max_calls=2, target_s=0.0)
+    poison_free_memory(torch, device, POISON_FILLS[0], 2**20)
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, blobs: BlobChannel) -> None:
+    """Run the candidate on the trusted inputs; report outputs, probes, the kernel list and raw timings."""
+    import torch
+
+    device = job["device"]
+    work, shared = Path(job["work"]), Path(job["shared"])
+    pin_flags(torch)
+    if job.get("wait_file"):
+        deadline = time.monotonic() + job.get("wait_timeout_s", 900)
+        while not Path(job["wait_file"]).exists() and time.monotonic() < deadline:
+            time.sleep(0.005)
+    clock = Clock(torch, device)
+    _warm_process(torch, device, clock, work)
+    task, functional = _load_task(embedded, work)
+    reference, init_inputs = _build_reference(torch, task, functional, embedded["form"], job["weight_seed"], device)
+    reference.load_state_dict(torch.load(shared / "weights.pt", map_location=device))
+    identities = snapshot_identities()
+    flags_before = snapshot_flags({"torch": torch})
+    threads_before = thread_counts()
+    channel.send("hello", pid=os.getpid(), threads=threads_before, flags=flags_before)
+    candidate = _load_candidate(torch, embedded, work)
+    channel.send("probe", phase="import", threads=thread_counts(), flags=snapshot_flags({"torch": torch}),
+                 changed=changed_identities(identities, snapshot_identities()))
+    params_of: Any
+    if embedded["form"] == "cuda-binding":
+        if functional is not None and hasattr(functional, "module_fn"):
+            def call(inputs: list[Any]) -> Any:
+                return reference(*inputs, fn=candidate.forward)
+
+            channel.send("call", how="functional form: Model.forward(..., fn=kernel.forward)")
+        else:
+            signature = parse_forward_signature(embedded["kernel_code"])
+            build, explanation = derive_call(reference, init_inputs, signature, len(task.get_inputs()))
+
+            def call(inputs: list[Any]) -> Any:
+                return candidate.forward(*build(inputs))
+
+            channel.send("call", how="derived from the module form", explanation=explanation)
+        params_of = reference
+    else:
+        torch.manual_seed(job["weight_seed"])
+        model_new = candidate.ModelNew(*init_inputs).to(device)
+        mapping = copy_matching_state(reference, model_new)
+        channel.send("call", how="ModelNew(*reference get_init_inputs()), weights copied from the reference",
+                     weights=mapping)
+
+        def call(inputs: list[Any]) -> Any:
+            return model_new(*inputs)
+
+        params_of = model_new
+    guard_gen = torch.Generator(device=device)
+    guard_gen.manual_seed(job["weight_seed"] ^ 0xBAD)
+    poison_bytes = job.get("poison_bytes", 256 * 2**20)
+    for trial in job["trials"]:
+        index = trial["index"]
+        pristine = [x.to(device) if isinstance(x, torch.Tensor) else x
+                    for x in torch.load(shared / f"inputs-{index}.pt", map_location="cpu")]
+        state_before = {n: t.detach().clone() for n, t in params_of.state_dict().items()}
+        variants = ["a", "b", "c"] if index < job.get("deep_trials", 2) else ["a"]
+        for variant in variants:
+            guard = 1024
+            guarded = [guarded_copy(x, guard, guard_gen) if isinstance(x, torch.Tensor) else (x, None, None)
+                       for x in pristine]
+            inputs = [g[0] for g in guarded]
+            if variant == "b":
+                with torch.no_grad():
+                    bait = reference(*[x.clone() if isinstance(x, torch.Tensor) else x for x in pristine])
+                del bait
+            elif device == "cuda":
+                torch.cuda.synchronize()
+                torch.cuda.empty_cache()
+                poison_free_memory(torch, device, POISON_FILLS[0 if variant == "a" else 1], poison_bytes)
+                for _ in range(8):
+                    poison_free_memory(torch, device, POISON_FILLS[0 if variant == "a" else 1], 512 * 1024)
+            threads_pre = thread_counts()
+            error = None
+            try:
+                with torch.no_grad():
+                    out = call(inputs)
+                clock.full_sync()
+            except Exception as exc:
+                error = f"{type(exc).__name__}: {exc}"[:2000]
+                channel.send("trial", index=index, variant=variant, error=error, traceback=traceback.format_exc()[-3000:])
+                raise
+            outs = _as_list(out)
+            snapshot = [o.detach().clone() if isinstance(o, torch.Tensor) else None for o in outs]
+            time.sleep(job.get("settle_s", 0.05))
+            clock.full_sync()
+            changed_after_return = [i for i, (o, s) in enumerate(zip(outs, snapshot, strict=True))
+                                    if s is not None and not torch.equal(o.view(torch.uint8) if o.dtype != torch.bool else o,
+                                                                         s.view(torch.uint8) if s.dtype != torch.bool else s)]
+            input_spans = [storage_span(g[1]) if g[1] is not None else None for g in guarded]
+            param_spans = [storage_span(t) for t in params_of.state_dict().values()]
+            aliasing = [
+                {"output": i, "with": f"input {j}"} for i, o in enumerate(outs) if isinstance(o, torch.Tensor)
+                for j, span in enumerate(input_spans) if overlaps(storage_span(o), span)
+            ] + [
+                {"output": i, "with": "a parameter/buffer"} for i, o in enumerate(outs) if isinstance(o, torch.Tensor)
+                if any(overlaps(storage_span(o), s) for s in param_spans)
+            ]
+            mutated = [j for j, (x, p) in enumerate(zip(inputs, pristine, strict=True))
+                       if isinstance(x, torch.Tensor) and not torch.equal(x, p)]
+            guards = [j for j, g in enumerate(guarded)
+                      if g[1] is not None and not guards_intact(g[1], g[2], guard, g[0].numel())]
+            mutated_params = _equal_state(torch, state_before, params_of)
+            name = f"out-{index}-{variant}"
+            buffer = io.BytesIO()
+            torch.save([_cpu(o) if isinstance(o, torch.Tensor) else None for o in outs], buffer)
+            blobs.send(name, buffer.getvalue())
+            channel.send("trial", index=index, variant=variant, blob=name, outputs=[describe(o) for o in outs],
+                         changed_after_return=changed_after_return, aliasing=aliasing, mutated_inputs=mutated,
+                         mutated_parameters=mutated_params, guard_damage=guards,
+                         threads_before=threads_pre, threads_after=thread_counts(),
+                         flags=snapshot_flags({"torch": torch}),
+                         changed=changed_identities(identities, snapshot_identities()))
+            del out, outs, snapshot, guarded, inputs
+    if job.get("light"):
+        channel.send("done")
+        return
+    template = [x.to(device) if isinstance(x, torch.Tensor) else x
+                for x in torch.load(shared / "template.pt", map_location="cpu")]
+    flush = l2_flush_buffer(torch, device)
+    options = {k: v for k, v in job["timing"].items() if k in ("warmup", "min_calls", "max_calls", "target_s")}
+    threads_pre = thread_counts()
+    channel.send("timing-start")
+    with torch.no_grad():
+        result = time_callable(clock, call, template, job["timing"]["seed_base"], flush=flush, **options)
+    channel.send("timing-end")
+    channel.send("timing", which="candidate", result=result, threads_before=threads_pre, threads_after=thread_counts(),
+                 flags=snapshot_flags({"torch": torch}), changed=changed_identities(identities, snapshot_identities()))
+    if device == "cuda":
+        with torch.no_grad():
+            channel.send("kernels", which="candidate", kernels=_trace_kernels(torch, call, template, work))
+    channel.send("done")
+
+
+def role_profile(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, blobs: BlobChannel) -> None:
+    """Run the candidate on the task's own inputs for a profiler: warm-up, then profiled calls.
+
+    Under ``ncu`` (``job['torch_profile']`` false) this only makes the launches ncu records; otherwise it
+    reports ``torch.profiler`` key averages in the archive's torch-profile format.
+    """
+    import torch
+
+    device = job["device"]
+    work = Path(job["work"])
+    pin_flags(torch)
+    task, functional = _load_task(embedded, work)
+    reference, init_inputs = _build_reference(torch, task, functional, embedded["form"], job["weight_seed"], device)
+    candidate = _load_candidate(torch, embedded, work)
+    if embedded["form"] == "cuda-binding":
+        if functional is not None and hasattr(functional, "module_fn"):
+            def call(inputs: list[Any]) -> Any:
+                return reference(*inputs, fn=candidate.forward)
+        else:
+            build, _ = derive_call(reference, init_inputs, parse_forward_signature(embedded["kernel_code"]),
+                                   len(task.get_inputs()))
+
+            def call(inputs: list[Any]) -> Any:
+                return candidate.forward(*build(inputs))
+    else:
+        torch.manual_seed(job["weight_seed"])
+        model_new = candidate.ModelNew(*init_inputs).to(device)
+        copy_matching_state(reference, model_new)
+
+        def call(inputs: list[Any]) -> Any:
+            return model_new(*inputs)
+    inputs = make_inputs(task.get_inputs, job["weight_seed"], "task", device)
+    with torch.no_grad():
+        for _ in range(job.get("warmup", 2)):
+            call(inputs)
+        torch.cuda.synchronize()
+        if not job.get("torch_profile", True):
+            for _ in range(job.get("calls", 5)):
+                call(inputs)
+            torch.cuda.synchronize()
+            channel.send("done")
+            return
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], profile_memory=True) as prof:
+            for _ in range(job.get("calls", 5)):
+                call(inputs)
+            torch.cuda.synchronize()
+    events: dict[str, dict[str, Any]] = {}
+    for avg in prof.key_averages():
+        entry: dict[str, Any] = {}
+        for key in ("cpu_time_total", "device_time_total", "self_cpu_time_total", "self_device_time_total",
+                    "cpu_memory_usage", "device_memory_usage", "self_cpu_memory_usage", "self_device_memory_usage",
+                    "count"):
+            value = getattr(avg, key, None)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                entry[key] = value
+        events[str(avg.key)] = entry
+    channel.send("torch-profile", events=events)
+    channel.send("done")
+
+
+ROLES = {"trusted": role_trusted, "compile": role_compile, "run": role_run, "profile": role_profile}
+
+
+def child_main(role: str, job_path: str, channel_fd: int | None, embedded: dict[str, Any],
+               blob_fd: int | None = None) -> int:
+    """Entry point of a child process: run ``role`` on the job file, report through the channel."""
+    channel = Channel(channel_fd)
+    blobs = BlobChannel(blob_fd)
+    job = json.loads(Path(job_path).read_text())
+    try:
+        ROLES[role](job, embedded, channel, blobs)
+    except BaseException as error:
+        channel.send("error", role=role, message=f"{type(error).__name__}: {error}"[:4000],
+                     traceback=traceback.format_exc()[-6000:])
+        return 3
+    if role in ("trusted", "run"):
+        # Everything is reported; skip interpreter and CUDA teardown (seconds), the parent kills the group.
+        import sys
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+    return 0

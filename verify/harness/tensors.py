@@ -1,0 +1,201 @@
+"""Tensor helpers shared by the roles: input distributions, poison fills, fingerprints, storage facts, errors.
+
+Inputs are the task's own ``get_inputs()`` tensors with their shapes and dtypes kept and their floating
+contents redrawn from a named distribution under a seed, so the same (seed, distribution) gives the same
+inputs in any process on the same device. Integer and boolean inputs (indices, masks, targets) are kept
+as the task draws them (under the same seed), because their valid range is the task's business.
+
+Example:
+    >>> DISTRIBUTIONS[:2]
+    ('task', 'randn')
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+DISTRIBUTIONS: tuple[str, ...] = ("task", "randn", "rand", "negative", "heavy-tailed")
+
+# Poison values for free memory and fresh outputs: NaN first, then a large finite value.
+POISON_FILLS: tuple[float, ...] = (float("nan"), 1.0e30)
+
+
+def redraw(t: Any, distribution: str, generator: Any) -> Any:
+    """A tensor like ``t`` whose floating contents follow ``distribution``; other dtypes are returned as is."""
+    import torch
+
+    if not isinstance(t, torch.Tensor) or not t.is_floating_point() or distribution == "task":
+        return t
+    shape, dtype, device = t.shape, t.dtype, t.device
+    if distribution == "randn":
+        out = torch.randn(shape, generator=generator, device=device, dtype=torch.float32)
+    elif distribution == "rand":
+        out = torch.rand(shape, generator=generator, device=device, dtype=torch.float32)
+    elif distribution == "negative":
+        out = -torch.rand(shape, generator=generator, device=device, dtype=torch.float32) - 0.01
+    elif distribution == "heavy-tailed":
+        u = torch.rand(shape, generator=generator, device=device, dtype=torch.float32).clamp_(1e-4, 1 - 1e-4)
+        out = torch.tan(math.pi * (u - 0.5)).clamp_(-100.0, 100.0)
+    else:
+        raise ValueError(f"unknown input distribution {distribution!r}; known: {', '.join(DISTRIBUTIONS)}")
+    return out.to(dtype)
+
+
+def make_inputs(get_inputs: Any, seed: int, distribution: str, device: str) -> list[Any]:
+    """The task's inputs for ``seed`` and ``distribution``, moved to ``device``."""
+    import torch
+
+    torch.manual_seed(seed)
+    raw = list(get_inputs())
+    generator = torch.Generator(device=device)
+    generator.manual_seed(seed ^ 0x5EED)
+    moved = [x.to(device) if isinstance(x, torch.Tensor) else x for x in raw]
+    return [redraw(x, distribution, generator) for x in moved]
+
+
+def poison_free_memory(torch: Any, device: str, value: float, nbytes: int) -> None:
+    """Fill ``nbytes`` of the caching allocator's free pool with ``value``, then free it again.
+
+    A candidate that returns ``torch::empty`` (or reads uninitialised memory) then sees the poison, not
+    whatever earlier work left there.
+    """
+    if device != "cuda" or nbytes <= 0:
+        return
+    n = max(1, nbytes // 4)
+    block = torch.empty(n, dtype=torch.float32, device=device)
+    block.fill_(value)
+    del block
+
+
+def fingerprint(t: Any, projections: int = 4) -> list[float]:
+    """A content summary: the L2 norm, ``projections`` random +-1 projections, and the non-finite count.
+
+    The projection weights come from fixed seeds, so every process computes the same ones. For two
+    tensors a and b, a projection of (a - b) has standard deviation ||a - b||: comparing projections
+    relative to the norm estimates the relative L2 error without moving the tensor off the device.
+    """
+    import torch
+
+    x = t.detach().reshape(-1).to(torch.float64)
+    finite = torch.isfinite(x)
+    nonfinite = int((~finite).sum())
+    x = torch.where(finite, x, torch.zeros((), dtype=x.dtype, device=x.device))
+    values = [float(torch.linalg.vector_norm(x))]
+    generator = torch.Generator(device=x.device)
+    for k in range(projections):
+        generator.manual_seed(7919 * (k + 1))
+        signs = torch.randint(0, 2, (x.numel(),), generator=generator, device=x.device, dtype=torch.int8)
+        values.append(float((x * (signs.to(torch.float64) * 2 - 1)).sum()))
+    return [*values, float(nonfinite)]
+
+
+def fingerprints_agree(a: list[float], b: list[float], rtol: float) -> bool:
+    """Whether two fingerprints describe the same tensor up to a relative L2 difference of about ``rtol``."""
+    if len(a) != len(b) or a[-1] or b[-1]:
+        return False
+    scale = max(abs(a[0]), abs(b[0]), 1e-30)
+    return all(abs(x - y) <= rtol * scale for x, y in zip(a[:-1], b[:-1], strict=True))
+
+
+def storage_span(t: Any) -> tuple[int, int] | None:
+    """(start, end) device addresses of a tensor's storage, or None for tensors without real storage."""
+    try:
+        storage = t.untyped_storage()
+        start = storage.data_ptr()
+        return (start, start + storage.nbytes()) if start else None
+    except Exception:
+        return None
+
+
+def overlaps(a: tuple[int, int] | None, b: tuple[int, int] | None) -> bool:
+    """Whether two storage spans share any byte."""
+    return bool(a and b and a[0] < b[1] and b[0] < a[1])
+
+
+def describe(t: Any) -> dict[str, Any]:
+    """What a returned object is: exact type, device, dtype, shape, layout and whether it has storage."""
+    import torch
+
+    info: dict[str, Any] = {"type": f"{type(t).__module__}.{type(t).__qualname__}"}
+    if isinstance(t, torch.Tensor):
+        span = storage_span(t)
+        info.update(
+            exact_tensor=type(t) is torch.Tensor,
+            device=str(t.device),
+            dtype=str(t.dtype).removeprefix("torch."),
+            shape=list(t.shape),
+            layout=str(t.layout),
+            has_storage=span is not None or t.numel() == 0,
+            is_meta=t.is_meta,
+            requires_grad=bool(t.requires_grad),
+        )
+    return info
+
+
+def guarded_copy(t: Any, guard: int, generator: Any) -> tuple[Any, Any, Any]:
+    """A copy of ``t`` living inside a larger buffer with ``guard`` random elements on each side.
+
+    Returns (view, buffer, guard snapshot); a write past either end of the view changes the guards.
+    """
+    import torch
+
+    flat = t.detach().reshape(-1)
+    n = flat.numel()
+    buffer = torch.empty(n + 2 * guard, dtype=t.dtype, device=t.device)
+    if t.is_floating_point():
+        buffer.copy_(torch.randn(buffer.shape, generator=generator, device=t.device, dtype=torch.float32).to(t.dtype))
+    else:
+        buffer.zero_()
+    buffer[guard:guard + n].copy_(flat)
+    view = buffer[guard:guard + n].view(t.shape)
+    guards = torch.cat([buffer[:guard], buffer[guard + n:]]).clone()
+    return view, buffer, guards
+
+
+def guards_intact(buffer: Any, guards: Any, guard: int, n: int) -> bool:
+    """Whether the guard elements around a guarded copy are bit-identical to their snapshot."""
+    import torch
+
+    now = torch.cat([buffer[:guard], buffer[guard + n:]])
+    return bool(torch.equal(now.view(torch.uint8) if now.dtype != torch.bool else now,
+                            guards.view(torch.uint8) if guards.dtype != torch.bool else guards))
+
+
+def error_stats(out: Any, ref64: Any, ref32: Any | None) -> dict[str, float]:
+    """Max absolute and relative error, relative L2 error, and the fp32 reference's own relative L2 error.
+
+    All in float64 on the tensors' device. ``rel_l2`` is ||out - ref|| / ||ref|| (0 when both are zero,
+    inf when only the reference is zero); non-finite outputs give ``nonfinite`` > 0.
+    """
+    import torch
+
+    o = out.detach().to(torch.float64)
+    r = ref64.detach().to(torch.float64)
+    diff = (o - r).abs()
+    nonfinite = int((~torch.isfinite(o)).sum())
+    ref_norm = float(torch.linalg.vector_norm(r))
+    diff_norm = float(torch.linalg.vector_norm(torch.nan_to_num(o - r, nan=math.inf)))
+    rel_l2 = (0.0 if diff_norm == 0.0 else math.inf) if ref_norm == 0.0 else diff_norm / ref_norm
+    stats = {
+        "max_abs": float(diff.max()) if diff.numel() else 0.0,
+        "max_rel": float((diff / r.abs().clamp_min(1e-6)).max()) if diff.numel() else 0.0,
+        "rel_l2": rel_l2,
+        "ref_norm": ref_norm,
+        "ref_absmax": float(r.abs().max()) if r.numel() else 0.0,
+        "nonfinite": float(nonfinite),
+    }
+    if ref32 is not None:
+        e32 = torch.linalg.vector_norm(ref32.detach().to(torch.float64) - r)
+        stats["fp32_rel_l2"] = float(e32) / ref_norm if ref_norm else 0.0
+    return stats
+
+
+def allclose_fraction(out: Any, ref64: Any, atol: float, rtol: float) -> float:
+    """Share of elements with |out - ref| <= atol + rtol * |ref| (NaN never passes)."""
+    import torch
+
+    o = out.detach().to(torch.float64)
+    r = ref64.detach().to(torch.float64)
+    ok = (o - r).abs() <= atol + rtol * r.abs()
+    return float(ok.to(torch.float64).mean()) if ok.numel() else 1.0

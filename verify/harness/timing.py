@@ -1,0 +1,171 @@
+"""Timing one callable the same way for the candidate and the baselines.
+
+Per timed call: fresh input *contents* made outside the timed region, the L2 cache flushed by writing a
+buffer of twice its size, a device-wide synchronize, then CUDA events around the call and a device-wide
+synchronize before the host clock stops. Both the event time and the host wall time are kept for every
+call, plus a fingerprint of each output (computed after the clock stopped) so the parent can re-check
+that timed calls returned right answers. The clock's functions are captured when the harness starts,
+before any candidate code is imported, so a candidate that replaces ``torch.cuda.Event`` or
+``time.perf_counter`` does not change what this module calls.
+
+Example:
+    >>> summarize([1.0, 2.0, 3.0, 4.0])["median"]
+    2.5
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from typing import Any
+
+from verify.harness.tensors import fingerprint
+
+
+class Clock:
+    """Timer functions captured at harness start (before the candidate is imported)."""
+
+    def __init__(self, torch: Any, device: str) -> None:
+        self.device = device
+        self.perf_ns = time.perf_counter_ns
+        self.torch = torch
+        if device == "cuda":
+            self.sync = torch.cuda.synchronize
+            self.event_class = torch.cuda.Event
+            self.record = torch.cuda.Event.record
+            self.elapsed = torch.cuda.Event.elapsed_time
+            self.device_sync_c = getattr(torch._C, "_cuda_synchronize", None)
+        else:
+            self.sync = lambda: None
+            self.device_sync_c = None
+
+    def full_sync(self) -> None:
+        """Device-wide synchronize through the captured function (and the C entry point when present)."""
+        self.sync()
+        if self.device_sync_c is not None:
+            self.device_sync_c()
+
+    def new_events(self) -> tuple[Any, Any]:
+        """A (start, end) pair of timing events (None on CPU)."""
+        if self.device != "cuda":
+            return None, None
+        return self.event_class(enable_timing=True), self.event_class(enable_timing=True)
+
+
+def summarize(values: list[float]) -> dict[str, float]:
+    """Median, interquartile range, mean, min, max and count of a list of times."""
+    if not values:
+        return {"n": 0, "median": math.nan, "iqr": math.nan, "mean": math.nan, "min": math.nan, "max": math.nan}
+    ordered = sorted(values)
+    if len(ordered) >= 4:
+        q = statistics.quantiles(ordered, n=4, method="inclusive")
+        iqr = q[2] - q[0]
+    else:
+        iqr = ordered[-1] - ordered[0]
+    return {
+        "n": len(ordered),
+        "median": statistics.median(ordered),
+        "iqr": iqr,
+        "mean": statistics.fmean(ordered),
+        "min": ordered[0],
+        "max": ordered[-1],
+    }
+
+
+def l2_flush_buffer(torch: Any, device: str) -> Any:
+    """A buffer of at least twice the GPU's L2 size (None on CPU)."""
+    if device != "cuda":
+        return None
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    l2 = int(getattr(props, "L2_cache_size", 0) or 50 * 2**20)
+    return torch.empty(max(2 * l2, 64 * 2**20) // 4, dtype=torch.float32, device=device)
+
+
+def fresh_inputs(torch: Any, template: list[Any], seed: int, device: str) -> list[Any]:
+    """New input contents for one timed call: floating inputs scaled elementwise by U(0.5, 1.5).
+
+    The scaling keeps each input's sign and range (positive inputs stay positive) while making every
+    call's contents different, so a kernel that caches by pointer, id or content returns stale results.
+    Non-floating inputs are kept. The same seed gives the same inputs in any process on the same device.
+    """
+    generator = torch.Generator(device=device)
+    generator.manual_seed(seed)
+    out = []
+    for x in template:
+        if isinstance(x, torch.Tensor) and x.is_floating_point():
+            scale = torch.rand(x.shape, generator=generator, device=device, dtype=torch.float32) + 0.5
+            out.append((x.to(torch.float32) * scale).to(x.dtype).contiguous() if x.is_contiguous()
+                       else (x.to(torch.float32) * scale).to(x.dtype))
+        else:
+            out.append(x)
+    return out
+
+
+def time_callable(
+    clock: Clock,
+    call: Any,
+    template: list[Any],
+    seed_base: int,
+    *,
+    warmup: int = 3,
+    min_calls: int = 30,
+    max_calls: int = 300,
+    target_s: float = 1.0,
+    flush: Any = None,
+    prepare: Any = None,
+) -> dict[str, Any]:
+    """Time ``call(inputs)`` on fresh inputs; returns raw per-call times, fingerprints and a summary.
+
+    ``prepare(inputs)`` (optional) runs outside the timed region before each call (e.g. copying inputs
+    into a CUDA graph's static buffers). The number of calls is chosen from the warm-up time so the
+    timed calls take about ``target_s`` seconds, within [min_calls, max_calls].
+    """
+    torch = clock.torch
+    warm_ns = []
+    for i in range(warmup):
+        inputs = fresh_inputs(torch, template, seed_base + 1_000_000 + i, clock.device)
+        if prepare is not None:
+            prepare(inputs)
+        clock.full_sync()
+        t0 = clock.perf_ns()
+        call(inputs)
+        clock.full_sync()
+        warm_ns.append(clock.perf_ns() - t0)
+    per_call_s = max(min(warm_ns) / 1e9, 1e-6) if warm_ns else 1e-3
+    n = int(min(max_calls, max(min_calls, target_s / per_call_s)))
+    events_ms: list[float] = []
+    wall_ms: list[float] = []
+    prints: list[list[float]] = []
+    loop_start = clock.perf_ns()
+    for i in range(n):
+        inputs = fresh_inputs(torch, template, seed_base + i, clock.device)
+        if prepare is not None:
+            prepare(inputs)
+        if flush is not None:
+            flush.zero_()
+        clock.full_sync()
+        start, end = clock.new_events()
+        t0 = clock.perf_ns()
+        if start is not None:
+            clock.record(start)
+        out = call(inputs)
+        if end is not None:
+            clock.record(end)
+        clock.full_sync()
+        t1 = clock.perf_ns()
+        wall_ms.append((t1 - t0) / 1e6)
+        events_ms.append(clock.elapsed(start, end) if start is not None else (t1 - t0) / 1e6)
+        outs = out if isinstance(out, list | tuple) else [out]
+        prints.append(fingerprint(outs[0]) if outs and isinstance(outs[0], torch.Tensor) else [math.nan] * 6)
+    loop_ns = clock.perf_ns() - loop_start
+    return {
+        "calls": n,
+        "seed_base": seed_base,
+        "event_ms": events_ms,
+        "wall_ms": wall_ms,
+        "fingerprints": prints,
+        "loop_s": loop_ns / 1e9,
+        "event": summarize(events_ms),
+        "wall": summarize(wall_ms),
+    }

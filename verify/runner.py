@@ -1,0 +1,171 @@
+"""Running the eval script for the CLI: one kernel or a batch, each result stored in the archive.
+
+The CLI renders the same script ``kernel-archive eval-script`` writes, runs it with a Python that has
+torch (``--python``, default the current one), reads the JSON report it writes, and stores it. The
+script is the parent; its children run the candidate. Running archive code is running untrusted code.
+
+Example:
+    >>> VerifyOptions().trials
+    5
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from verify.script import VERIFIABLE_FORMS, render_eval_script, write_script
+
+
+@dataclass
+class VerifyOptions:
+    """How to run the script: trials, static-only, interpreter, timeouts and extra checks."""
+
+    trials: int = 5
+    static_only: bool = False
+    python: str = field(default_factory=lambda: sys.executable)
+    device: str = "cuda"
+    sanitize: bool = False
+    compile_baseline: bool = True
+    target_seconds: float = 1.0
+    compile_timeout: float = 900.0
+    run_timeout: float = 600.0
+    seed: int | None = None
+
+    def arguments(self) -> list[str]:
+        """The script's command-line arguments for these options."""
+        args = ["--trials", str(self.trials), "--device", self.device, "--target-seconds", str(self.target_seconds),
+                "--compile-timeout", str(self.compile_timeout), "--run-timeout", str(self.run_timeout)]
+        if self.static_only:
+            args.append("--static-only")
+        if self.sanitize:
+            args.append("--sanitize")
+        if not self.compile_baseline:
+            args.append("--no-compile-baseline")
+        if self.seed is not None:
+            args += ["--seed", str(self.seed)]
+        return args
+
+    def timeout(self) -> float:
+        """An outer limit on the whole script (every child step plus margin)."""
+        if self.static_only:
+            return 120.0
+        return 900.0 + self.compile_timeout + self.run_timeout * (5 if self.sanitize else 1) + 300.0
+
+
+class VerifyError(RuntimeError):
+    """The script could not produce a report (interpreter missing, script crashed, no JSON)."""
+
+
+def run_script(script: Path, options: VerifyOptions) -> dict[str, Any]:
+    """Run an eval script and return its JSON report.
+
+    Raises:
+        VerifyError: no report came back; the message carries the script's last output.
+    """
+    with tempfile.TemporaryDirectory(prefix="ka-verify-report-") as folder:
+        report_path = Path(folder) / "report.json"
+        command = [options.python, str(script), "--json", "--report", str(report_path), *options.arguments()]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=options.timeout(),
+                                  stdin=subprocess.DEVNULL)
+        except FileNotFoundError as error:
+            raise VerifyError(f"cannot run {options.python!r}: {error}; pass --python PATH to a Python with torch") from None
+        except subprocess.TimeoutExpired:
+            raise VerifyError(f"the eval script ran past {options.timeout():.0f}s and was stopped") from None
+        if not report_path.is_file():
+            tail = (done.stderr or done.stdout or "")[-2000:]
+            raise VerifyError(f"the eval script exited with code {done.returncode} and wrote no report:\n{tail}")
+        return json.loads(report_path.read_text())
+
+
+def verify_code(
+    task_code: str,
+    kernel_code: str,
+    form: str,
+    options: VerifyOptions | None = None,
+    *,
+    functional_code: str | None = None,
+    meta: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Verify code that is not in an archive (a kernel you just generated); returns the report.
+
+    Example:
+        >>> # verify_code(open("task.py").read(), open("kernel.cu").read(), "cuda-binding")
+    """
+    from verify.script import render_script
+
+    text = render_script(task_code=task_code, functional_code=functional_code, kernel_code=kernel_code, form=form,
+                         meta=meta or {})
+    with tempfile.TemporaryDirectory(prefix="ka-verify-script-") as folder:
+        script = write_script(text, Path(folder) / "eval_kernel.py")
+        return run_script(script, options or VerifyOptions())
+
+
+def load_detail(db: str | os.PathLike[str] | None, kernel_id: str) -> Any:
+    """The kernel's ``KernelDetail`` through a short read-only connection.
+
+    Raises:
+        KeyError: no such kernel.
+    """
+    from archive_db.connection import connect
+    from archive_db.queries import kernel_detail
+
+    with connect(db, read_only=True) as con:
+        detail = kernel_detail(con, kernel_id)
+    if detail is None:
+        raise KeyError(f"no kernel {kernel_id!r} in the archive; find ids with `kernel-archive leaderboard --json`")
+    return detail
+
+
+def verify_kernel(
+    db: str | os.PathLike[str] | None,
+    kernel_id: str,
+    options: VerifyOptions,
+    *,
+    store: bool = True,
+) -> dict[str, Any]:
+    """Render, run and (unless ``store`` is False) store the verification of one kernel; returns the report."""
+    from verify.store import store_report
+
+    detail = load_detail(db, kernel_id)
+    text = render_eval_script(detail)
+    with tempfile.TemporaryDirectory(prefix="ka-verify-script-") as folder:
+        script = write_script(text, Path(folder) / f"eval_{kernel_id}.py")
+        report = run_script(script, options)
+    if store:
+        report["verification_id"] = store_report(db, report, kernel_id)
+    return report
+
+
+def select_kernels(
+    db: str | os.PathLike[str] | None,
+    *,
+    task: str | None = None,
+    source: str | None = None,
+    limit: int | None = None,
+) -> list[dict[str, Any]]:
+    """Verifiable kernels (code, a verifiable form, a task with reference code) of a task or a source."""
+    from archive_db.connection import connect
+
+    where, params = ["k.code IS NOT NULL", "t.reference_code IS NOT NULL",
+                     f"k.form IN ({', '.join('?' for _ in VERIFIABLE_FORMS)})"], list(VERIFIABLE_FORMS)
+    if task:
+        where.append("k.task_id = ?")
+        params.append(task)
+    if source:
+        where.append("k.source = ?")
+        params.append(source)
+    sql = (f"SELECT k.kernel_id, k.name, k.source, t.name AS task_name FROM kernels k JOIN tasks t USING (task_id) "
+           f"WHERE {' AND '.join(where)} ORDER BY t.level, t.problem_id, k.name, k.kernel_id")
+    if limit:
+        sql += f" LIMIT {int(limit)}"
+    with connect(db, read_only=True) as con:
+        rows = con.execute(sql, params).fetchall()
+    return [dict(zip(("kernel_id", "name", "source", "task_name"), row, strict=True)) for row in rows]
