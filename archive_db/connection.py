@@ -75,8 +75,8 @@ def open_connection(
             if time.monotonic() >= deadline:
                 mode = "read" if read_only else "write to"
                 raise ArchiveLocked(
-                    f"cannot {mode} {path}: {_holder(error)} holds it open for writing "
-                    f"(waited {wait_s:.0f}s). Wait for it to finish, or stop it."
+                    f"cannot {mode} {path}: {_holder(error)} holds it open "
+                    f"(waited {wait_s:g}s). Wait for it to finish, or stop it."
                 ) from error
             time.sleep(delay)
             delay = min(delay * 2, 0.5)

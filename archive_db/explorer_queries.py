@@ -17,7 +17,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from archive_db.queries import LeaderboardFilter, _measurement_filter
+from archive_db.queries import LeaderboardFilter, measurement_filter
 
 MAP_COLUMNS: tuple[str, ...] = (
     "kernel_id", "x", "y", "kernel_name", "source", "task_id", "task_name", "level", "category",
@@ -150,7 +150,7 @@ def group_overlap(
     if group_by not in GROUP_COLUMNS:
         raise ValueError(f"group_by must be one of {sorted(GROUP_COLUMNS)}, not {group_by!r}")
     column = GROUP_COLUMNS[group_by]
-    where = _measurement_filter(replace(f or LeaderboardFilter(), correct_only=False), with_correct=False)
+    where = measurement_filter(replace(f or LeaderboardFilter(), correct_only=False), with_correct=False)
     return con.execute(
         f"""
         WITH g AS (

@@ -21,6 +21,7 @@ import pandas as pd
 SortKey = Literal["eager", "compile"]
 SPEEDUP_COLUMNS: dict[str, str] = {"eager": "speedup_eager", "compile": "speedup_compile"}
 LIBRARY_TAG = "library-call"
+VERIFIER_REJECTS: tuple[str, ...] = ("failed", "flagged")
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,8 @@ class LeaderboardFilter:
 
     Empty tuples mean "no restriction". ``correct_only`` keeps only measurements the measurer judged
     correct; ``min_speedup`` applies to the chosen speedup of each task's best kernel.
+    ``trust_verifier`` drops every measurement of a kernel whose latest run of our own verifier
+    (``kernel-archive verify``) failed it or flagged it as a reward hack, whatever its source claimed.
     """
 
     levels: tuple[int, ...] = ()
@@ -39,6 +42,8 @@ class LeaderboardFilter:
     measured_by: tuple[str, ...] = ()
     correct_only: bool = True
     hand_written_only: bool = False
+    trust_verifier: bool = True
+    timing_modes: tuple[str, ...] = ()
     min_speedup: float | None = None
     search: str | None = None
     sort_by: SortKey = "eager"
@@ -63,7 +68,11 @@ class _Where:
         return " AND ".join(self.clauses) if self.clauses else "TRUE"
 
 
-def _measurement_filter(f: LeaderboardFilter, *, with_correct: bool) -> _Where:
+def measurement_filter(f: LeaderboardFilter, *, with_correct: bool) -> _Where:
+    """The WHERE clause (over ``measurements m``, ``kernels k``, ``tasks t``) and parameters of ``f``.
+
+    Shared by every query that slices the archive the leaderboard's way, so a filter means one thing.
+    """
     where = _Where()
     if f.levels:
         where.add("list_contains(?, t.level)", list(f.levels))
@@ -75,6 +84,15 @@ def _measurement_filter(f: LeaderboardFilter, *, with_correct: bool) -> _Where:
         where.add("list_contains(?, m.gpu)", list(f.gpus))
     if f.categories:
         where.add("list_contains(?, t.category)", list(f.categories))
+    if f.timing_modes:
+        where.add("list_contains(?, m.timing_mode)", list(f.timing_modes))
+    if f.trust_verifier:
+        where.add(
+            "k.kernel_id NOT IN (SELECT kernel_id FROM verifications "
+            "QUALIFY row_number() OVER (PARTITION BY kernel_id ORDER BY started_at DESC) = 1 "
+            "AND list_contains(?, status))",
+            list(VERIFIER_REJECTS),
+        )
     for tag in f.tags:
         where.add("EXISTS (SELECT 1 FROM kernel_tags g WHERE g.kernel_id = k.kernel_id AND g.tag = ?)", tag)
     if f.hand_written_only:
@@ -111,7 +129,7 @@ def leaderboard(con: duckdb.DuckDBPyConnection, f: LeaderboardFilter | None = No
     """
     f = f or LeaderboardFilter()
     speedup = SPEEDUP_COLUMNS[f.sort_by]
-    where = _measurement_filter(f, with_correct=True)
+    where = measurement_filter(f, with_correct=True)
     params = list(where.params)
     having = ""
     if f.min_speedup is not None:
@@ -165,7 +183,7 @@ def fast_p(
     """
     f = f or LeaderboardFilter()
     speedup = SPEEDUP_COLUMNS[f.sort_by]
-    where = _measurement_filter(f, with_correct=False)
+    where = measurement_filter(f, with_correct=False)
     row = con.execute(
         f"""
         WITH c AS ({_CANDIDATES.format(speedup=speedup, where=where.sql())})
@@ -183,7 +201,7 @@ def leaderboard_summary(con: duckdb.DuckDBPyConnection, f: LeaderboardFilter | N
     """Headline numbers for a filter: tasks covered, kernels, share correct, fast_1, fast_2, median."""
     f = f or LeaderboardFilter()
     speedup = SPEEDUP_COLUMNS[f.sort_by]
-    where = _measurement_filter(f, with_correct=False)
+    where = measurement_filter(f, with_correct=False)
     row = con.execute(
         f"""
         WITH c AS ({_CANDIDATES.format(speedup=speedup, where=where.sql())}),
@@ -222,7 +240,7 @@ def compare_groups(
               "measured_by": "m.source"}[group_by]
     f = f or LeaderboardFilter()
     speedup = SPEEDUP_COLUMNS[f.sort_by]
-    where = _measurement_filter(replace(f, correct_only=False), with_correct=False)
+    where = measurement_filter(replace(f, correct_only=False), with_correct=False)
     return con.execute(
         f"""
         WITH c AS (

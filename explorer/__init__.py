@@ -6,7 +6,7 @@ at once, so writers (ingest, embed, verify) are never blocked by an open browser
 
 Example:
     >>> [p.url_path for p in PAGES]
-    ['leaderboard', 'task', 'kernel', 'map', 'sources']
+    ['leaderboard', 'task', 'kernel', 'map', 'sources', 'export']
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("explorer/pages/kernel.py", "Kernel", ":material/memory:", "kernel", in_menu=False),
     PageSpec("explorer/pages/map.py", "Map", ":material/scatter_plot:", "map"),
     PageSpec("explorer/pages/sources.py", "Sources & stats", ":material/database:", "sources"),
+    PageSpec("explorer/pages/export.py", "Export", ":material/download:", "export"),
 )
 PAGE_BY_PATH: dict[str, PageSpec] = {p.url_path: p for p in PAGES}
 

@@ -45,12 +45,14 @@ def archive_path(tmp_path: Path) -> Path:
 
 
 def build_sample_archive(path: Path, data: Path) -> Path:
-    """Ingest every real sample source into ``path``."""
+    """Ingest every real sample source into ``path``, as ``kernel-archive ingest`` does (tags included)."""
     from ingest.adapter import IngestRequest
     from ingest.runner import ingest_source
+    from kernel_archive.cli.commands.archive import post_write_hooks
 
     for adapter, relative, options in SAMPLE_SOURCES:
-        ingest_source(path, adapter, IngestRequest(adapter, str(data / relative), options=dict(options)))
+        request = IngestRequest(adapter, str(data / relative), options=dict(options))
+        ingest_source(path, adapter, request, post_write=post_write_hooks())
     return path
 
 

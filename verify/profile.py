@@ -44,14 +44,14 @@ _SHIMS: dict[str, str] = {
 
 
 def cuda_home() -> str:
-    """The CUDA toolkit folder: $CUDA_HOME, $CUDA_PATH, nvcc's parent, else /usr/local/cuda."""
+    """The CUDA toolkit folder: $CUDA_HOME, $CUDA_PATH, nvcc's parent (if it holds cuda.h), else /usr/local/cuda."""
     for name in ("CUDA_HOME", "CUDA_PATH"):
         if os.environ.get(name):
             return os.environ[name]
     nvcc = shutil.which("nvcc")
     if nvcc:
         resolved = Path(nvcc).resolve()
-        if resolved.parent.name == "bin" and (resolved.parent.parent / "include").is_dir():
+        if resolved.parent.name == "bin" and (resolved.parent.parent / "include" / "cuda.h").is_file():
             return str(resolved.parent.parent)
     return "/usr/local/cuda"
 

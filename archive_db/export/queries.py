@@ -20,7 +20,7 @@ import pandas as pd
 import pyarrow as pa
 
 from archive_db.export.options import ExportFilter
-from archive_db.queries import LIBRARY_TAG, SPEEDUP_COLUMNS, LeaderboardFilter, _measurement_filter
+from archive_db.queries import LIBRARY_TAG, SPEEDUP_COLUMNS, LeaderboardFilter, measurement_filter
 
 VERIFIER_SOURCE = "verify"
 
@@ -43,9 +43,10 @@ _VERDICT_CTES = """
 def _slice_where(f: ExportFilter) -> tuple[str, list[Any]]:
     leaderboard_filter = LeaderboardFilter(
         levels=f.levels, sources=f.sources, gpus=f.gpus, categories=f.categories, tags=f.tags,
-        hand_written_only=f.hand_written_only, correct_only=False, sort_by=f.sort_by, limit=None,
+        hand_written_only=f.hand_written_only, correct_only=False, trust_verifier=False, sort_by=f.sort_by,
+        limit=None,
     )
-    where = _measurement_filter(leaderboard_filter, with_correct=False)
+    where = measurement_filter(leaderboard_filter, with_correct=False)
     return where.sql(), list(where.params)
 
 

@@ -21,7 +21,7 @@ app = typer.Typer(
         "per-user data folder (see `kernel-archive where`)."
     ),
     no_args_is_help=True,
-    rich_markup_mode="rich",
+    rich_markup_mode="markdown",
     pretty_exceptions_enable=False,
 )
 

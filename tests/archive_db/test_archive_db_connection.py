@@ -20,8 +20,10 @@ HOLDER = textwrap.dedent(
     """
     import sys, time
     from archive_db.connection import connect
-    with connect(sys.argv[1]) as con:
-        con.execute("CREATE TABLE IF NOT EXISTS held (x INTEGER)")
+    read_only = sys.argv[3] == "read"
+    with connect(sys.argv[1], read_only=read_only) as con:
+        if not read_only:
+            con.execute("CREATE TABLE IF NOT EXISTS held (x INTEGER)")
         print("holding", flush=True)
         time.sleep(float(sys.argv[2]))
     """
@@ -29,10 +31,10 @@ HOLDER = textwrap.dedent(
 
 
 @contextmanager
-def writer_process(path: Path, hold_s: float) -> Iterator[subprocess.Popen[str]]:
-    """Another process that opens ``path`` for writing and holds it for ``hold_s`` seconds."""
+def writer_process(path: Path, hold_s: float, mode: str = "write") -> Iterator[subprocess.Popen[str]]:
+    """Another process that opens ``path`` (for ``mode``: write or read) and holds it ``hold_s`` seconds."""
     process = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(path), str(hold_s)], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", HOLDER, str(path), str(hold_s), mode], stdout=subprocess.PIPE, text=True
     )
     try:
         assert process.stdout is not None
@@ -83,10 +85,21 @@ def test_a_writer_in_another_process_is_named_in_the_error(archive_path: Path) -
         message = str(caught.value)
         assert f"process {holder.pid}" in message
         assert "python" in message  # the holding program, as DuckDB reports it
-        assert str(archive_path) in message and "cannot write to" in message
+        assert str(archive_path) in message and "cannot write to" in message and "waited 0.5s" in message
         assert waited >= 0.5
         with pytest.raises(ArchiveLocked, match=f"cannot read .*process {holder.pid}"):
             open_connection(archive_path, read_only=True, wait_s=0.2)
+
+
+def test_a_long_reader_in_another_process_is_named_to_a_writer(archive_path: Path) -> None:
+    with connect(archive_path):
+        pass
+    with writer_process(archive_path, 60, mode="read") as holder:
+        with pytest.raises(ArchiveLocked, match=f"cannot write to .*process {holder.pid}") as caught:
+            open_connection(archive_path, wait_s=0.3)
+        assert "for writing" not in str(caught.value)
+        with connect(archive_path, read_only=True) as con:  # readers share the file
+            assert con.execute("SELECT count(*) FROM kernels").fetchall() == [(0,)]
 
 
 def test_a_reader_waits_for_a_short_writer_to_finish(archive_path: Path) -> None:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from pathlib import Path
 
 import pytest
 from handmade_archive import MEASURED, Handmade
 
+from archive_db.bundle import Bundle
 from archive_db.connection import connect
 from archive_db.queries import (
     LeaderboardFilter,
@@ -262,3 +264,21 @@ def test_queries_over_the_archive_of_every_real_source(sample_archive: Path) -> 
     assert detail is not None and {"sakana", "cuda-l1"} <= set(detail.kernels["source"])
     assert set(by_source["source"]) == {"sakana", "cuda-l1"} and (by_source["shared_tasks"] >= 1).all()
     assert 0 < fast["n_fast"] <= fast["n_tasks"] <= 250
+
+
+def _verify(made: Handmade, label: str, status: str, when: str) -> None:
+    from archive_db.writer import ArchiveWriter
+
+    bundle = Bundle()
+    bundle.add("verifications", verification_id=f"v-{label}-{when}", kernel_id=made.kernels[label],
+               started_at=dt.datetime.fromisoformat(when), status=status, mode="full", harness_version="t")
+    with connect(made.path) as con, ArchiveWriter(con) as writer:
+        writer.write(bundle)
+
+
+def test_leaderboard_drops_kernels_our_verifier_rejected(handmade: Handmade) -> None:
+    _verify(handmade, "b1", "flagged", "2026-01-01T00:00:00")
+    assert board(handmade)[0] == ("a1", 2.5)
+    assert board(handmade, trust_verifier=False)[0] == ("b1", 4.0)
+    _verify(handmade, "b1", "passed", "2026-02-01T00:00:00")
+    assert board(handmade)[0] == ("b1", 4.0), "only the latest verification counts"

@@ -93,7 +93,10 @@ def test_leaderboard_filters(runner: CliRunner, handmade: Handmade, options: lis
 
 
 def test_leaderboard_table_and_bad_sort(runner: CliRunner, handmade: Handmade) -> None:
-    table = runner.invoke(app, ["leaderboard", "--db", str(handmade.path)])
+    narrow = runner.invoke(app, ["leaderboard", "--db", str(handmade.path)], env={"COLUMNS": "80"})
+    first_narrow = next(line for line in narrow.stdout.splitlines() if line.startswith("│ 1 "))
+    assert handmade.kernels["b1"] in first_narrow, "kernel ids must survive a narrow terminal whole"
+    table = runner.invoke(app, ["leaderboard", "--db", str(handmade.path)], env={"COLUMNS": "200"})
     assert table.exit_code == 0, table.output
     first = next(line for line in table.stdout.splitlines() if line.startswith("│ 1 "))
     assert "1_Relu" in first and "beta" in first and "4.00x" in first and "0.80x" in first

@@ -15,8 +15,8 @@ def test_default_model_is_the_packaged_folder() -> None:
     assert (folder / "modules.json").is_file() and (folder / "model.safetensors").is_file()
     spec = EncoderSpec.resolve(None, "cpu")
     assert spec.location == str(folder) and spec.offline
-    assert spec.key == f"{DEFAULT_MODEL}:128:int8"
-    assert EncoderSpec.resolve("sentence-transformers/all-MiniLM-L6-v2", "cuda").key == f"{DEFAULT_MODEL}:128:float32"
+    assert spec.key == f"{DEFAULT_MODEL}:64:int8"
+    assert EncoderSpec.resolve("sentence-transformers/all-MiniLM-L6-v2", "cuda").key == f"{DEFAULT_MODEL}:64:float32"
 
 
 def test_local_folder_and_hub_names_resolve(tmp_path: Path) -> None:

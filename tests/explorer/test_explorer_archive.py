@@ -40,11 +40,20 @@ def _hold_lock(path: Path, seconds: float) -> subprocess.Popen[str]:
 
 
 def test_a_missing_archive_shows_how_to_ingest(open_app, tmp_path: Path) -> None:
-    for page in (None, "kernel", "task", "map", "sources"):
+    for page in (None, "kernel", "task", "map", "sources", "export"):
         at = open_app(tmp_path / "nothing-here.duckdb", page)
         assert_clean(at)
         assert "kernel-archive ingest sakana" in texts(at)
     assert not (tmp_path / "nothing-here.duckdb").exists()
+
+
+def test_every_page_in_the_navigation_opens_on_the_hand_made_archive(open_app, handmade: Handmade) -> None:
+    from explorer import PAGES
+
+    for spec in PAGES:
+        at = open_app(handmade.path, spec.url_path)
+        assert_clean(at)
+        assert at.title, spec.url_path
 
 
 def test_an_empty_archive_shows_how_to_ingest(open_app, archive_path: Path) -> None:

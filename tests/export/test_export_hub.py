@@ -206,7 +206,10 @@ def _cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[st
 def hub_env(tmp_path: Path):
     token = "hf_standin_token"
     with LoopbackHubStandIn(token) as hub:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGING_FACE"))}
+        # TRANSFORMERS_OFFLINE also switches huggingface_hub offline, and the embeddings encoder sets it
+        # when it loads its bundled model in-process.
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("HF_", "HUGGING_FACE", "TRANSFORMERS_OFFLINE"))}
         env.update(HF_ENDPOINT=hub.endpoint, HF_TOKEN=token, HF_HUB_DISABLE_XET="1", HF_HOME=str(tmp_path / "hf"))
         yield hub, env
 

@@ -122,14 +122,45 @@ def _resolve(path: str) -> Any:
     raise ImportError(path)
 
 
+def _harness_functions() -> dict[str, Any]:
+    """Every function and method the harness itself defines (in the script: the __main__ module's)."""
+    found: dict[str, Any] = {}
+    for module_name in {__name__, "__main__"} | {m for m in sys.modules if m.startswith("verify.harness.")}:
+        module = sys.modules.get(module_name)
+        if module is None or not getattr(module, "__file__", None):
+            continue
+        for name, value in list(vars(module).items()):
+            if getattr(value, "__module__", None) != module_name:
+                continue
+            if inspect_function(value):
+                found[f"{module_name}.{name}"] = value
+            elif isinstance(value, type):
+                for attr, member in vars(value).items():
+                    if inspect_function(member):
+                        found[f"{module_name}.{name}.{attr}"] = member
+    return found
+
+
+def inspect_function(value: Any) -> bool:
+    """Whether ``value`` is a plain Python function (one whose code object could be swapped)."""
+    return hasattr(value, "__code__") and callable(value)
+
+
 def snapshot_identities() -> dict[str, int]:
-    """``id()`` of every guarded attribute, to detect a candidate that replaces the timer or harness."""
+    """``id()`` of every guarded attribute and of the harness's own functions and their code objects.
+
+    A candidate that replaces the timer, ``synchronize``, a comparison, or any harness function (or its
+    ``__code__``) changes one of these.
+    """
     ids: dict[str, int] = {}
     for owner, attr in GUARDED_ATTRIBUTES:
         try:
             ids[f"{owner}.{attr}"] = id(getattr(_resolve(owner), attr))
         except (ImportError, AttributeError):
             continue
+    for name, function in _harness_functions().items():
+        ids[name] = id(function)
+        ids[f"{name}.__code__"] = id(function.__code__)
     return ids
 
 

@@ -833,8 +833,16 @@ def _guarded(name: str, function: Any, ev: Evidence, speed: dict[str, Any]) -> d
 
 def judge(ev: Evidence) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """Every check's verdict and the speed summary."""
-    ev.trial_stats = compute_trial_stats(ev) if ev.run is not None else []
-    speed = speed_summary(ev)
+    try:
+        ev.trial_stats = compute_trial_stats(ev) if ev.run is not None else []
+    except Exception as error:
+        ev.trial_stats = [{"index": t["index"], "distribution": t["distribution"], "seed": t["seed"], "passed": False,
+                           "reason": f"outputs could not be compared: {type(error).__name__}: {error}"[:300]}
+                          for t in ev.trials]
+    try:
+        speed = speed_summary(ev)
+    except Exception as error:
+        speed = {"error": f"malformed timing report: {type(error).__name__}: {error}"[:300]}
     checks = {name: _guarded(name, function, ev, speed) for name, function in CHECK_FUNCTIONS}
     untrusted_events = checks["side-streams"]["verdict"] == "fail" or checks["timer-patching"]["verdict"] == "fail"
     if untrusted_events and speed.get("kernel_wall_ms"):

@@ -175,6 +175,16 @@ def leaderboard(
     hand_written: Annotated[
         bool, typer.Option("--hand-written", help="Exclude kernels that call ATen/cuBLAS/cuDNN/CUTLASS.")
     ] = False,
+    include_rejected: Annotated[
+        bool,
+        typer.Option(
+            "--include-rejected",
+            help="Keep kernels whose latest `kernel-archive verify` run failed or flagged them.",
+        ),
+    ] = False,
+    timing_mode: Annotated[
+        list[str] | None, typer.Option(help="Timing mode of the measurement, e.g. CUDA-L2's offline (repeatable).")
+    ] = None,
     min_speedup: Annotated[float | None, typer.Option(help="Only tasks whose best speedup is at least this.")] = None,
     search: Annotated[str | None, typer.Option(help="Substring of the task or kernel name.")] = None,
     sort: Annotated[str, typer.Option(help="Rank by speedup over 'eager' PyTorch or 'compile'.")] = "eager",
@@ -193,7 +203,8 @@ def leaderboard(
     f = LeaderboardFilter(
         levels=tuple(level or ()), sources=tuple(source or ()), gpus=tuple(gpu or ()),
         categories=tuple(category or ()), tags=tuple(tag or ()), correct_only=not include_incorrect,
-        hand_written_only=hand_written, min_speedup=min_speedup, search=search, sort_by=sort,  # type: ignore[arg-type]
+        hand_written_only=hand_written, trust_verifier=not include_rejected,
+        timing_modes=tuple(timing_mode or ()), min_speedup=min_speedup, search=search, sort_by=sort,  # type: ignore[arg-type]
         limit=limit,
     )
     with reporting_errors(), connect(db, read_only=True) as con:
@@ -202,18 +213,29 @@ def leaderboard(
     if json_:
         print_json({"rows": frame_records(frame), "fast_p": fast})
         return
-    table = Table("#", "level", "task", "kernel", "source", "GPU", "x eager", "x compile", "kernel_id",
+    table = Table("#", "level", "task", "kernel", "source", "GPU", "x eager", "x compile",
                   title=f"Leaderboard (by speedup vs {sort})")
+    table.add_column("kernel_id", no_wrap=True, min_width=16)
     for r in frame.itertuples():
-        table.add_row(str(r.rank), str(r.level) if r.level == r.level and r.level is not None else "-",
-                      str(r.task_name), str(r.kernel_name), r.source, str(r.gpu),
+        table.add_row(str(r.rank), _text(r.level),
+                      _text(r.task_name), _text(r.kernel_name), r.source, _text(r.gpu),
                       _speed(r.speedup_eager), _speed(r.speedup_compile), r.kernel_id)
     out.print(table)
     out.print(" ".join(f"fast_{f_['p']:g} = {f_['fast_p']:.1%} ({f_['n_fast']}/{f_['n_tasks']} tasks)" for f_ in fast))
 
 
+def _missing(value: object) -> bool:
+    import pandas as pd
+
+    return value is None or bool(pd.isna(value))
+
+
+def _text(value: object) -> str:
+    return "-" if _missing(value) else str(value)
+
+
 def _speed(value: float | None) -> str:
-    return "-" if value is None or value != value else f"{value:.2f}x"
+    return "-" if _missing(value) else f"{value:.2f}x"
 
 
 def where(db: DbOption = None) -> None:

@@ -60,9 +60,9 @@ def embed(
     ] = None,
     device: Annotated[str, typer.Option(help="cpu or cuda.")] = "cpu",
     precision: Annotated[
-        str | None, typer.Option(help="int8 (CPU default: quantised, ~3x faster), float32 (CUDA default) or float16.")
+        str | None, typer.Option(help="int8 (CPU default: quantised, ~2x faster), float32 (CUDA default) or float16.")
     ] = None,
-    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Tokens of normalised code the model reads.")] = 128,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Tokens of normalised code the model reads (the normaliser puts the telling part first).")] = 64,
     fresh_layout: Annotated[
         bool, typer.Option("--fresh-layout", help="Refit the map and all neighbours instead of placing new kernels.")
     ] = False,

@@ -20,7 +20,7 @@ KIND is one of:
   dpo  prompt / chosen / rejected: faster-and-correct vs slower-or-incorrect kernels of a task (TRL DPOTrainer)
 
 Train/test are split by task; near-duplicate kernels (same code without comments and whitespace)
-collapse to one. The folder holds data/<config>/<split>-*.parquet and a dataset card (README.md).
+collapse to one. The folder holds data/CONFIG/SPLIT-*.parquet and a dataset card (README.md).
 
 Examples:
 

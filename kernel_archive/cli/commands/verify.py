@@ -13,6 +13,7 @@ UNTRUSTED = (
     "release). It runs in child processes with a scrubbed environment and its own temporary folder, but on "
     "your machine and as your user: run it in a container or VM you do not mind losing."
 )
+UNTRUSTED_HELP = UNTRUSTED.replace("[bold yellow]WARNING:[/]", "**WARNING:**")
 
 VERIFY_HELP = f"""Re-run a kernel on this machine's GPU with a harness built to catch reward hacks.
 
@@ -23,7 +24,7 @@ patching, flag flipping, launch-bound speedups, out-of-bounds writes, ...), and 
 PyTorch eager, torch.compile and a CUDA graph measured the same way. The result is stored in the archive
 (`verifications`, `verification_checks`, and a `measurements` row with source 'verify').
 
-{UNTRUSTED}
+{UNTRUSTED_HELP}
 
 Examples:
 
@@ -117,7 +118,7 @@ EVAL_HELP = f"""Write the standalone eval script of a kernel: task, kernel and h
 It needs only torch and a CUDA toolchain, runs the same checks as `kernel-archive verify` and prints the
 same report (text, then one JSON line). `python FILE --help` lists its options.
 
-{UNTRUSTED}
+{UNTRUSTED_HELP}
 
 Example:
 
@@ -147,9 +148,9 @@ PROFILE_HELP = f"""Profile a kernel: Nsight Compute, torch.profiler events and c
 NCU uses the archive's configuration (sections Occupancy, WarpStateStats, MemoryWorkloadAnalysis,
 ComputeWorkloadAnalysis; -c 5 -s 6; --csv --page details) unless --ncu-sections says otherwise. clang-tidy
 runs on this machine (no GPU needed). Profiles are parsed by the same parsers as ingest and stored with
-origin 'profile:<run id>'. NCU locks clocks to base: its durations are not comparable with event timings.
+origin 'profile:RUN_ID'. NCU locks clocks to base: its durations are not comparable with event timings.
 
-{UNTRUSTED}
+{UNTRUSTED_HELP}
 
 Examples:
 

@@ -1,0 +1,103 @@
+"""The one generator: a valid standalone script embedding task, kernel and harness; it runs on CPU too."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from verify.harness import MODULES
+from verify.runner import VerifyOptions, verify_code
+from verify.script import harness_names, inline_module, render_script, write_script
+
+TASK = '''import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.lin = nn.Linear(n, n)
+    def forward(self, x):
+        return torch.relu(self.lin(x))
+def get_inputs():
+    return [torch.randn(8, 16)]
+def get_init_inputs():
+    return [16]
+'''
+HONEST = TASK.replace("class Model(", "class ModelNew(").split("def get_inputs")[0]
+
+
+def _render(kernel: str = HONEST, form: str = "model-new") -> str:
+    return render_script(task_code=TASK, functional_code=None, kernel_code=kernel, form=form,
+                         meta={"kernel_name": "k1", "task_name": "relu_linear", "kernel_id": "abc"})
+
+
+def test_script_is_valid_python_and_embeds_task_kernel_and_every_harness_module() -> None:
+    text = _render()
+    tree = ast.parse(text)
+    names = {n.targets[0].id for n in tree.body if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)}
+    assert {"TASK_CODE", "KERNEL_CODE", "FUNCTIONAL_CODE", "KERNEL_FORM", "EMBEDDED"} <= names
+    assert repr(TASK) in text and repr(HONEST) in text
+    for module in MODULES:
+        assert f"harness: {module} " in text
+    assert "from verify" not in text and "import verify" not in text
+    assert text.count("from __future__ import annotations") == 1
+
+
+def test_harness_modules_do_not_clash_when_inlined() -> None:
+    clashes = {name: mods for name, mods in harness_names().items() if len(mods) > 1}
+    assert clashes == {}
+
+
+def test_inline_module_drops_intra_harness_imports() -> None:
+    source = "from __future__ import annotations\nfrom verify.harness.common import (\n    a,\n    b,\n)\ndef f():\n" \
+             "    from verify.harness.static import c\n    return c\n"
+    out = inline_module(source)
+    assert "verify.harness" not in out and "__future__" not in out
+    ast.parse(out)
+
+
+def test_unverifiable_kernels_are_refused_with_a_reason() -> None:
+    with pytest.raises(ValueError, match="form"):
+        render_script(task_code=TASK, functional_code=None, kernel_code="x", form="unreleased")
+    with pytest.raises(ValueError, match="reference code"):
+        render_script(task_code="", functional_code=None, kernel_code="x", form="model-new")
+
+
+def test_script_help_and_static_only_run_standalone(tmp_path: Path) -> None:
+    script = write_script(_render(), tmp_path / "eval.py")
+    helped = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=60)
+    assert helped.returncode == 0 and "untrusted" in helped.stdout and "--static-only" in helped.stdout
+    static = subprocess.run([sys.executable, str(script), "--static-only"], capture_output=True, text=True, timeout=60,
+                            cwd=tmp_path)
+    report = json.loads(static.stdout.strip().splitlines()[-1])
+    assert report["status"] == "static-only" and report["kernel"]["name"] == "k1"
+    assert report["checks"]["not-a-kernel"]["verdict"] == "fail"
+    assert "checks (threat row, verdict, evidence)" in static.stdout
+
+
+@pytest.mark.slow
+def test_full_verification_on_cpu_through_the_script() -> None:
+    options = VerifyOptions(trials=2, device="cpu", target_seconds=0.05)
+    honest = verify_code(TASK, HONEST, "model-new", options)
+    assert honest["status"] == "flagged", honest.get("error")  # PyTorch-only: not a kernel, nothing else
+    assert {n for n, c in honest["checks"].items() if c["verdict"] not in ("pass", "skip")} == {"not-a-kernel"}
+    assert honest["checks"]["correctness"]["verdict"] == "pass"
+    assert honest["trials"][0]["max_abs"] < 1e-5
+    mutating = HONEST.replace("return torch.relu(self.lin(x))", "y = torch.relu(self.lin(x))\n        x.zero_()\n        return y")
+    caught = verify_code(TASK, mutating, "model-new", options)
+    assert caught["status"] == "failed" and caught["checks"]["input-mutation"]["verdict"] == "fail"
+
+
+@pytest.mark.slow
+def test_a_candidate_that_patches_the_harness_itself_is_caught() -> None:
+    patching = "import sys\n_main = sys.modules['__main__']\n_main.fingerprints_agree = lambda a, b, rtol: True\n" \
+               "_main.summarize.__code__ = (lambda values: {'median': 0.0}).__code__\n" + HONEST
+    report = verify_code(TASK, patching, "model-new", VerifyOptions(trials=1, device="cpu", target_seconds=0.05))
+    check = report["checks"]["timer-patching"]
+    assert check["verdict"] == "fail", check
+    evidence = " ".join(check["evidence"])
+    assert "fingerprints_agree" in evidence and "summarize.__code__" in evidence
