@@ -77,10 +77,19 @@ def write_shims(folder: str | os.PathLike[str]) -> Path:
     return root
 
 
+def clang_tidy_executable() -> str | None:
+    """The clang-tidy to run: the one on PATH, else the one pip put beside this Python (an unactivated venv)."""
+    found = shutil.which("clang-tidy")
+    if found:
+        return found
+    beside = Path(sys.executable).parent / "clang-tidy"
+    return str(beside) if beside.is_file() else None
+
+
 def clang_tidy_arguments(source: str, shims: str, *, arch: str = DEFAULT_ARCH, checks: str = CLANG_TIDY_CHECKS) -> list[str]:
     """The clang-tidy command line for one CUDA source file."""
     cuda = cuda_home()
-    args = ["clang-tidy", source, f"--checks={checks}", "--",
+    args = [clang_tidy_executable() or "clang-tidy", source, f"--checks={checks}", "--",
             "-x", "cuda", f"--cuda-path={cuda}", f"--cuda-gpu-arch={arch}", "-nocudalib", "-std=c++17",
             "-isystem", shims, "-include", "ka_clang_tidy_launch.h", "-isystem", f"{cuda}/include/cccl"]
     for folder in torch_include_dirs():
@@ -107,7 +116,7 @@ def run_clang_tidy(code: str, *, timeout_s: float = 600.0, arch: str = DEFAULT_A
     Raises:
         FileNotFoundError: clang-tidy is not installed (``pip install clang-tidy``).
     """
-    if shutil.which("clang-tidy") is None:
+    if clang_tidy_executable() is None:
         raise FileNotFoundError("clang-tidy not found; install it with `pip install clang-tidy`")
     with tempfile.TemporaryDirectory(prefix="ka-tidy-") as folder:
         source = Path(folder) / "kernel.cu"

@@ -43,6 +43,15 @@ DbOption = Annotated[
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+LevelOption = Annotated[list[int] | None, typer.Option("--level", help="KernelBench level (repeatable).")]
+SourceOption = Annotated[list[str] | None, typer.Option("--source", help="Source of the kernel (repeatable).")]
+GpuOption = Annotated[
+    list[str] | None, typer.Option("--gpu", help="GPU of the measurement, e.g. H100 (repeatable).")
+]
+CategoryOption = Annotated[list[str] | None, typer.Option("--category", help="Task category (repeatable).")]
+TagOption = Annotated[
+    list[str] | None, typer.Option("--tag", help="Strategy tag the kernel must carry (repeatable).")
+]
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:

@@ -9,7 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from verify.profile import kernel_cuda_source, run_clang_tidy, torch_include_dirs, write_shims
+from verify.profile import (
+    clang_tidy_executable,
+    kernel_cuda_source,
+    run_clang_tidy,
+    torch_include_dirs,
+    write_shims,
+)
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +28,7 @@ def archive_kernel(shared_data: Path) -> str:
 def test_clang_tidy_on_a_real_archive_kernel_matches_the_archive_format(archive_kernel: str) -> None:
     from ingest.profiles import parse_clang_tidy
 
-    if shutil.which("clang-tidy") is None:
+    if clang_tidy_executable() is None:
         pytest.skip("clang-tidy not installed (pip install clang-tidy)")
     output = run_clang_tidy(archive_kernel)
     report = parse_clang_tidy(output)

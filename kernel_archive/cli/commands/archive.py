@@ -8,8 +8,13 @@ from typing import Annotated, Any
 import typer
 
 from kernel_archive.cli.common import (
+    CategoryOption,
     DbOption,
+    GpuOption,
     JsonOption,
+    LevelOption,
+    SourceOption,
+    TagOption,
     fail,
     frame_records,
     out,
@@ -164,11 +169,11 @@ def stats(db: DbOption = None, json_: JsonOption = False) -> None:
 
 def leaderboard(
     db: DbOption = None,
-    level: Annotated[list[int] | None, typer.Option(help="KernelBench level (repeatable).")] = None,
-    source: Annotated[list[str] | None, typer.Option(help="Source of the kernel (repeatable).")] = None,
-    gpu: Annotated[list[str] | None, typer.Option(help="GPU of the measurement, e.g. H100 (repeatable).")] = None,
-    category: Annotated[list[str] | None, typer.Option(help="Task category (repeatable).")] = None,
-    tag: Annotated[list[str] | None, typer.Option(help="Strategy tag the kernel must carry (repeatable).")] = None,
+    level: LevelOption = None,
+    source: SourceOption = None,
+    gpu: GpuOption = None,
+    category: CategoryOption = None,
+    tag: TagOption = None,
     include_incorrect: Annotated[
         bool, typer.Option("--include-incorrect", help="Rank incorrect measurements too.")
     ] = False,

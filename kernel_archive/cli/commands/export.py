@@ -7,7 +7,20 @@ from typing import Annotated
 
 import typer
 
-from kernel_archive.cli.common import DbOption, JsonOption, console, fail, out, print_json, reporting_errors
+from kernel_archive.cli.common import (
+    CategoryOption,
+    DbOption,
+    GpuOption,
+    JsonOption,
+    LevelOption,
+    SourceOption,
+    TagOption,
+    console,
+    fail,
+    out,
+    print_json,
+    reporting_errors,
+)
 
 EXPORT_HELP = """Export the archive, or a filtered slice, as a Hugging Face dataset folder (and push it).
 
@@ -46,11 +59,11 @@ def export(
     kind: Annotated[Kind, typer.Argument(help="raw, sft or dpo.")],
     output: Annotated[str, typer.Option("--output", "-o", help="Folder to write (must be empty or absent).")],
     db: DbOption = None,
-    level: Annotated[list[int] | None, typer.Option(help="KernelBench level (repeatable).")] = None,
-    source: Annotated[list[str] | None, typer.Option(help="Source of the kernel (repeatable).")] = None,
-    gpu: Annotated[list[str] | None, typer.Option(help="GPU of the measurement, e.g. H100 (repeatable).")] = None,
-    category: Annotated[list[str] | None, typer.Option(help="Task category (repeatable).")] = None,
-    tag: Annotated[list[str] | None, typer.Option(help="Strategy tag the kernel must carry (repeatable).")] = None,
+    level: LevelOption = None,
+    source: SourceOption = None,
+    gpu: GpuOption = None,
+    category: CategoryOption = None,
+    tag: TagOption = None,
     hand_written: Annotated[
         bool, typer.Option("--hand-written", help="Only kernels without the library-call tag (no cuBLAS/ATen).")
     ] = False,
