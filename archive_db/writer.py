@@ -32,8 +32,6 @@ UPSERT_TOUCH: dict[str, tuple[str, ...]] = {
     "sources": ("last_ingested_at", "description", "homepage", "license"),
     "source_origins": ("last_ingested_at",),
 }
-# Tables whose rows are replaced wholesale by key (derived data recomputed by embeddings/ and verify/).
-REPLACE: frozenset[str] = frozenset()
 
 
 class _Schema:
