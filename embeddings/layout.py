@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import pickle
 import warnings
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -75,6 +76,30 @@ def place(reducer: Any, vectors: np.ndarray) -> np.ndarray:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return np.asarray(reducer.transform(unit(vectors)), dtype=np.float64)
+
+
+def prewarm(blob: bytes, dim: int) -> Future[Any]:
+    """Load a stored reducer and compile its ``transform`` in a background thread.
+
+    Unpickling a 30k-point reducer and numba's first compile of ``transform`` take seconds, and need
+    nothing but the blob: started before encoding, they overlap with loading and running the encoder
+    (LLVM and torch both release the GIL). ``umap`` is imported here, in the caller's thread, so the
+    two threads never import the same modules at once.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import umap  # noqa: F401
+
+    def load_and_compile() -> Any:
+        reducer = load_reducer(blob)
+        place(reducer, np.random.default_rng(0).standard_normal((2, dim)).astype(np.float32))
+        return reducer
+
+    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="umap-prewarm")
+    try:
+        return executor.submit(load_and_compile)
+    finally:
+        executor.shutdown(wait=False)
 
 
 def dump_reducer(reducer: Any) -> bytes:

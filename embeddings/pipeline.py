@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +47,7 @@ from embeddings.layout import (
     layout_neighbours,
     load_reducer,
     place,
+    prewarm,
     umap_params,
 )
 from embeddings.normalise import NORMALISER, NORMALISERS
@@ -239,6 +241,22 @@ def _current_layout(con: duckdb.DuckDBPyConnection, model: str, normaliser: str)
     return layout_id, blob
 
 
+def _unplaced_kernels(con: duckdb.DuckDBPyConnection, layout_id: str) -> int:
+    """Kernels with code that the layout has not placed yet (an upper bound of what a run will place)."""
+    return int(con.execute(
+        "SELECT count(*) FROM kernels k WHERE k.code IS NOT NULL AND NOT EXISTS "
+        "(SELECT 1 FROM projections p WHERE p.kernel_id = k.kernel_id AND p.layout_id = ?)",
+        [layout_id],
+    ).fetchall()[0][0])
+
+
+def _dimension(con: duckdb.DuckDBPyConnection, model: str, normaliser: str) -> int | None:
+    rows = con.execute(
+        "SELECT dim FROM embeddings WHERE model = ? AND normaliser = ? LIMIT 1", [model, normaliser]
+    ).fetchall()
+    return int(rows[0][0]) if rows else None
+
+
 def _fit(con: duckdb.DuckDBPyConnection, model: str, normaliser: str, ids: list[str], vectors: np.ndarray,
          k: int, seed: int | None, report: EmbedReport, timer: _Timer, progress: Progress) -> None:
     n = len(ids)
@@ -281,7 +299,8 @@ def _fit(con: duckdb.DuckDBPyConnection, model: str, normaliser: str, ids: list[
 
 
 def _update(con: duckdb.DuckDBPyConnection, model: str, layout: tuple[str, Any], ids: list[str],
-            vectors: np.ndarray, k: int, report: EmbedReport, timer: _Timer, progress: Progress) -> None:
+            vectors: np.ndarray, k: int, report: EmbedReport, timer: _Timer, progress: Progress,
+            reducer: Future[Any] | None = None) -> None:
     layout_id, blob = layout
     placed = {r[0] for r in con.execute("SELECT kernel_id FROM projections WHERE layout_id = ?", [layout_id]).fetchall()}
     listed = {r[0] for r in con.execute("SELECT DISTINCT kernel_id FROM neighbours WHERE model = ?", [model]).fetchall()}
@@ -314,7 +333,7 @@ def _update(con: duckdb.DuckDBPyConnection, model: str, layout: tuple[str, Any],
     if len(todo):
         progress.start(f"placing {len(todo):,} kernels on the map", total=None)
         with timer("umap"):
-            coords = place(load_reducer(blob), vectors[todo])
+            coords = place(reducer.result() if reducer is not None else load_reducer(blob), vectors[todo])
     with timer("write"), _transaction(con):
         refreshed = np.concatenate([new_rows, affected])
         con.register("_refreshed", pa.table({"kernel_id": pa.array([ids[r] for r in refreshed], pa.string())}))
@@ -356,6 +375,11 @@ def embed_archive(
     with timer("annotate"), _transaction(con):
         report.annotated = annotate(con)
     encoder = encoder or Encoder(spec)
+    layout = None if fresh_layout else _current_layout(con, spec.key, normaliser)
+    reducer = None
+    dim = _dimension(con, spec.key, normaliser)
+    if layout is not None and dim is not None and _unplaced_kernels(con, layout[0]):
+        reducer = prewarm(layout[1], dim)
     with timer("encode"):
         report.new_kernels, report.encoded, report.reused = encode_missing(con, encoder, normaliser, progress)
     with timer("load"):
@@ -364,9 +388,8 @@ def embed_archive(
     if len(ids) < 2:
         report.layout_action = "too few kernels"
         return report
-    layout = None if fresh_layout else _current_layout(con, spec.key, normaliser)
     if layout is None:
         _fit(con, spec.key, normaliser, ids, vectors, k, seed, report, timer, progress)
     else:
-        _update(con, spec.key, layout, ids, vectors, k, report, timer, progress)
+        _update(con, spec.key, layout, ids, vectors, k, report, timer, progress, reducer)
     return report
