@@ -21,7 +21,8 @@ from urllib.parse import urlencode
 import pandas as pd
 import streamlit as st
 
-from explorer.archive import Unavailable
+from explorer import params as url
+from explorer.archive import Unavailable, read, require_content
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|:~$=^&])")
 
@@ -147,6 +148,19 @@ def show_embed_needed(what: str) -> None:
     st.info(f"{what} needs code embeddings, which this archive does not have yet. Compute them with:",
             icon=":material/scatter_plot:")
     st.code(EMBED_HINT, language="bash")
+
+
+def detail_from_url(kind: str, query: str) -> Any | None:
+    """The detail that the page's ``?{kind}=ID`` deep link names (named query ``query``), or None after
+    showing the page title and a friendly "not found"."""
+    raw = st.query_params.get(kind)
+    item_id = url.clean_id(raw)
+    require_content()
+    detail = read(query, item_id) if item_id else None
+    if detail is None:
+        st.title(kind.capitalize())
+        not_found(kind, url.clean_text(raw))
+    return detail
 
 
 def not_found(kind: str, value: str | None) -> None:

@@ -7,16 +7,15 @@ import streamlit as st
 from archive_db.queries import KernelDetail
 from archive_db.scores import describe
 from explorer import page_script
-from explorer import params as url
-from explorer.archive import read, require_content
+from explorer.archive import read
 from explorer.downloads import eval_script, source_file_name
 from explorer.views import (
     CODE_LANGUAGE,
     code_span,
+    detail_from_url,
     fmt_speedup,
     link_config,
     ms_column,
-    not_found,
     plain,
     show_embed_needed,
     speedup_column,
@@ -214,13 +213,8 @@ def _tab_label(name: str, d: KernelDetail) -> str:
 
 
 def main() -> None:
-    raw = st.query_params.get("kernel")
-    kernel_id = url.clean_id(raw)
-    require_content()
-    detail = read("kernel_detail", kernel_id) if kernel_id else None
+    detail = detail_from_url("kernel", "kernel_detail")
     if detail is None:
-        st.title("Kernel")
-        not_found("kernel", url.clean_text(raw))
         return
     _header(detail)
     for tab, (_, render) in zip(st.tabs([_tab_label(n, detail) for n, _ in TABS]), TABS, strict=True):

@@ -5,16 +5,14 @@ from __future__ import annotations
 import streamlit as st
 
 from archive_db.queries import TaskDetail
-from explorer import params as url
-from explorer.archive import read, require_content
 from explorer.lineage import lineages
 from explorer.views import (
     code_span,
+    detail_from_url,
     fmt_share,
     fmt_speedup,
     link_config,
     ms_column,
-    not_found,
     plain,
     speedup_column,
     table_height,
@@ -125,13 +123,8 @@ def _lineage(d: TaskDetail) -> None:
 
 
 def main() -> None:
-    raw = st.query_params.get("task")
-    task_id = url.clean_id(raw)
-    require_content()
-    detail = read("task_detail", task_id) if task_id else None
+    detail = detail_from_url("task", "task_detail")
     if detail is None:
-        st.title("Task")
-        not_found("task", url.clean_text(raw))
         return
     _header(detail)
     _distribution(detail)
