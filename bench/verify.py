@@ -149,6 +149,7 @@ def main() -> None:
         "compile_step_s_runs": [r["step_seconds"].get("compile") for r in runs],
         "timed_calls": [r["timings"]["candidate"]["calls"] for r in runs],
         "status": [r["status"] for r in runs],
+        "timeline_last_run": runs[-1].get("timeline"),
     }
     figures["targets_met"] = {
         "repeatability<=3%": figures["repeat_diff_pct"] <= 3.0,
@@ -169,6 +170,9 @@ def main() -> None:
     width = max(len(r[0]) for r in rows)
     for name, value in rows:
         print(f"{name:<{width}}  {value}")
+    print("\ntimeline of the last run (seconds since the harness started, as the parent received each message):")
+    for at, role, event in runs[-1].get("timeline") or []:
+        print(f"  {at:8.2f}  {role:<8} {event}")
     if args.json:
         print(json.dumps(figures, default=str))
 

@@ -63,6 +63,7 @@ class ChildReport:
     returncode: int | None = None
     timed_out: bool = False
     seconds: float = 0.0
+    exited_at: float | None = None
     messages: list[dict[str, Any]] = field(default_factory=list)
     received: list[float] = field(default_factory=list)
     rejects: list[str] = field(default_factory=list)
@@ -244,7 +245,9 @@ def check_runs(ev: Evidence) -> dict[str, Any]:
     missing = [f"trial {t['index']}" for t in ev.trials if not ev.run.first("trial", index=t["index"], variant="a")]
     if not ev.run.first("hello") or missing:
         return _verdict("fail", "the run step said done without reporting " + (", ".join(missing) or "its start"))
-    return _verdict("pass", f"ran every trial and the timed calls in {ev.run.seconds:.1f}s")
+    started, done = ev.run.time_of("hello"), ev.run.time_of("done")
+    took = f"{done - started:.1f}s" if started is not None and done is not None else f"{ev.run.seconds:.1f}s"
+    return _verdict("pass", f"ran every trial and the timed calls in {took} (from loading the candidate)")
 
 
 def check_correctness(ev: Evidence) -> dict[str, Any]:
@@ -660,7 +663,7 @@ def check_forging(ev: Evidence) -> dict[str, Any]:
     static_verdict, lines = _static_part(ev, "result-forging")
     verdict = static_verdict
     known = {"hello", "probe", "call", "trial", "kernels", "timing-start", "timing-end", "timing", "done", "error",
-             "compiled", "env", "reference-model", "reference", "screen", "note"}
+             "compiled", "env", "reference-model", "reference", "screen", "note", "mark"}
     for report in (ev.compile, ev.run):
         if report is None:
             continue
@@ -733,7 +736,8 @@ def check_launch_bound(ev: Evidence, speed: dict[str, Any]) -> dict[str, Any]:
     if eager and graph:
         lines.append(f"eager {eager:.4f}ms vs CUDA-graph replay {graph:.4f}ms of the reference "
                      f"(speedup vs graph {graph / kernel_ms:.2f}x)")
-        if eager / graph > 1.5 and graph / kernel_ms < 1.0:
+        # Only a claimed gain can be launch overhead: a kernel no faster than eager gains nothing to explain.
+        if eager / graph > 1.5 and graph / kernel_ms < 1.0 and kernel_ms < eager:
             verdict = _worst(verdict, "warn")
             lines.insert(0, "launch-bound task: the gain over eager is launch overhead; the CUDA-graph reference is faster")
     return _verdict(verdict, *lines)

@@ -121,6 +121,7 @@ class ChildProcess:
         remaining = max(0.1, timeout_s - (time.monotonic() - self._started))
         try:
             report.returncode = self.process.wait(timeout=remaining)
+            report.exited_at = time.monotonic()
         except subprocess.TimeoutExpired:
             report.timed_out = True
         finally:
@@ -264,6 +265,8 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
     log: list[str] = []
     python = [sys.executable, script]
     t_start = time.monotonic()
+    # The parent needs torch only to read the references; importing it now overlaps the compile step.
+    threading.Thread(target=_import_torch, daemon=True).start()
     try:
         # The trusted child (references, screens) and the compile child (nvcc) run at the same time; the
         # trusted child times its baselines only once the compile child is done ("go"), so nothing of the
@@ -276,22 +279,24 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
                                env=scrubbed_environment(dict(os.environ), str(trusted_dir)), cwd=trusted_dir,
                                blobs=True)
         env = scrubbed_environment(dict(os.environ), str(cand_dir))
+        # The run child starts now too: importing torch and creating its CUDA context (no kernels) overlap the
+        # compile and the baselines. It loads the candidate and touches the GPU only once the compile is done
+        # and the trusted child is gone with its references ("trusted-done").
+        trusted_done = root / "trusted-done"
+        run_job = cand_dir / "run-job.json"
+        run_job.write_text(json.dumps(job | {"work": str(cand_dir), "wait_file": str(trusted_done),
+                                             "wait_timeout_s": args.trusted_timeout + args.compile_timeout + 60}))
+        runner: ChildProcess | None = ChildProcess([*python, "--role", "run", "--job", str(run_job)], role="run",
+                                                   env=env, cwd=cand_dir, blobs=True)
         compile_job = cand_dir / "compile-job.json"
         compile_job.write_text(json.dumps(job | {"work": str(cand_dir)}))
         ev.compile = run_child([*python, "--role", "compile", "--job", str(compile_job)], role="compile", env=env,
                                cwd=cand_dir, timeout_s=args.compile_timeout)
         go_file.touch()
         log.append(f"compile: rc={ev.compile.returncode} {ev.compile.seconds:.1f}s\n{ev.compile.log_tail[-3000:]}")
-        # The run child starts now and imports torch while the baselines are timed; it touches the GPU only
-        # once the trusted child is done and its references are out of reach ("trusted-done").
-        runner = None
-        trusted_done = root / "trusted-done"
-        if ev.compile.ok:
-            run_job = cand_dir / "run-job.json"
-            run_job.write_text(json.dumps(job | {"work": str(cand_dir), "wait_file": str(trusted_done),
-                                                 "wait_timeout_s": args.trusted_timeout}))
-            runner = ChildProcess([*python, "--role", "run", "--job", str(run_job)], role="run", env=env, cwd=cand_dir,
-                                  blobs=True)
+        if not ev.compile.ok and runner is not None:
+            runner.wait(0.1)
+            runner = None
         ev.trusted = trusted.wait(args.trusted_timeout + args.compile_timeout)
         log.append(f"trusted: rc={ev.trusted.returncode} {ev.trusted.seconds:.1f}s\n{ev.trusted.log_tail[-3000:]}")
         if not ev.trusted.ok:
@@ -326,7 +331,10 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
                 ev.sanitizer = ChildProcess(
                     ["compute-sanitizer", "--tool", "memcheck", "--print-limit", "20", *python, "--role", "run",
                      "--job", str(sanitize_job)],
-                    role="sanitize", env=env, cwd=cand_dir, blobs=True).wait(args.run_timeout * 4)
+                    # Without the caching allocator every tensor is its own cudaMalloc, so memcheck sees a
+                    # write past any tensor's end, not only past the allocator's 2 MiB segments.
+                    role="sanitize", env=env | {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}, cwd=cand_dir,
+                    blobs=True).wait(args.run_timeout * 4)
                 log.append(f"sanitize: rc={ev.sanitizer.returncode}\n{ev.sanitizer.log_tail[-3000:]}")
         checks, speed = judge(ev)
         env_message = ev.trusted.first("env") or {}
@@ -352,6 +360,7 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
             notes=[m.get("message") for m in ev.trusted.all("note")],
             harness_seconds=time.monotonic() - t_start,
             step_seconds={r.role: r.seconds for r in (ev.trusted, ev.compile, ev.run, ev.sanitizer) if r},
+            timeline=timeline(t_start, [r for r in (ev.trusted, ev.compile, ev.run, ev.sanitizer) if r]),
             log="\n".join(log)[-20000:],
         )
         return report
@@ -361,6 +370,31 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
             report["work_dir"] = str(root)
         else:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def _import_torch() -> None:
+    with contextlib.suppress(Exception):
+        import torch  # noqa: F401
+
+
+def timeline(t_start: float, children: list[ChildReport]) -> list[list[Any]]:
+    """When each child message arrived and each child exited: ``[seconds since start, role, event]``, sorted.
+
+    Example:
+        >>> child = ChildReport(role="run", messages=[{"kind": "mark", "phase": "warmed"}], received=[12.5],
+        ...                     exited_at=13.0)
+        >>> timeline(10.0, [child])
+        [[2.5, 'run', 'mark:warmed'], [3.0, 'run', 'exit']]
+    """
+    events: list[list[Any]] = []
+    for child in children:
+        for message, at in zip(child.messages, child.received, strict=False):
+            detail = message.get("phase") or message.get("which")
+            kind = str(message.get("kind"))
+            events.append([round(at - t_start, 3), child.role, f"{kind}:{detail}" if detail else kind])
+        if child.exited_at is not None:
+            events.append([round(child.exited_at - t_start, 3), child.role, "exit"])
+    return sorted(events, key=lambda e: e[0])
 
 
 def profile_report(args: argparse.Namespace, embedded: dict[str, Any], script: str) -> dict[str, Any]:

@@ -216,6 +216,7 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
         torch.save({"ref64": _cpu(ref64), "ref32": _cpu(ref32)}, buffer)
         blobs.send(f"ref-{trial['index']}", buffer.getvalue())
         channel.send("reference", index=trial["index"], precision=precision, outputs=[describe(t) for t in ref32])
+    channel.send("mark", phase="references-sent")
     screen_inputs = make_inputs(task.get_inputs, job["screen_seed"], "randn", device)
     other_inputs = make_inputs(task.get_inputs, job["screen_seed"] + 1, "randn", device)
     other_model, _ = _build_reference(torch, task, functional, embedded["form"], job["weight_seed"] + 7919, device)
@@ -237,6 +238,7 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
         deadline = time.monotonic() + job.get("go_timeout_s", 900)
         while not Path(job["go_file"]).exists() and time.monotonic() < deadline:
             time.sleep(0.01)
+    channel.send("mark", phase="go")
     clock = Clock(torch, device)
     flush = l2_flush_buffer(torch, device)
     options = {k: v for k, v in job["timing"].items() if k in ("warmup", "min_calls", "max_calls", "target_s")}
@@ -340,6 +342,19 @@ def _warm_process(torch: Any, device: str, clock: Clock, work: Path) -> None:
         torch.cuda.synchronize()
 
 
+def _warm_without_kernels(torch: Any, device: str) -> None:
+    """Create the CUDA context and start the profiler once, launching no kernel.
+
+    Runs while the trusted child times its baselines, so it must not put work on the GPU; it takes the
+    seconds that the profiler's first start (CUPTI) costs off the run's critical path.
+    """
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.empty(1, device=device)
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):
+        torch.cuda.synchronize()
+
+
 def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, blobs: BlobChannel) -> None:
     """Run the candidate on the trusted inputs; report outputs, probes, the kernel list and raw timings."""
     import torch
@@ -347,15 +362,20 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
     device = job["device"]
     work, shared = Path(job["work"]), Path(job["shared"])
     pin_flags(torch)
+    if device == "cuda" and not job.get("light"):
+        _warm_without_kernels(torch, device)
     if job.get("wait_file"):
         deadline = time.monotonic() + job.get("wait_timeout_s", 900)
         while not Path(job["wait_file"]).exists() and time.monotonic() < deadline:
             time.sleep(0.005)
+    channel.send("mark", phase="released")
     clock = Clock(torch, device)
     _warm_process(torch, device, clock, work)
+    channel.send("mark", phase="warmed")
     task, functional = _load_task(embedded, work)
     reference, init_inputs = _build_reference(torch, task, functional, embedded["form"], job["weight_seed"], device)
     reference.load_state_dict(torch.load(shared / "weights.pt", map_location=device))
+    channel.send("mark", phase="reference-built")
     identities = snapshot_identities()
     flags_before = snapshot_flags({"torch": torch})
     threads_before = thread_counts()
@@ -459,6 +479,7 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
     if job.get("light"):
         channel.send("done")
         return
+    channel.send("mark", phase="trials-done")
     template = [x.to(device) if isinstance(x, torch.Tensor) else x
                 for x in torch.load(shared / "template.pt", map_location="cpu")]
     flush = l2_flush_buffer(torch, device)
