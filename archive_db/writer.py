@@ -5,9 +5,11 @@ primary key is already present are skipped (first writer wins), except for the f
 source may fill in (``UPSERT_FILL``) and the bookkeeping timestamps of sources.
 
 Example:
+    >>> import tempfile
     >>> from archive_db.connection import connect
-    >>> with connect("/tmp/doc-writer.duckdb") as con, ArchiveWriter(con) as w:
-    ...     w.write(Bundle())
+    >>> with tempfile.TemporaryDirectory() as folder, connect(f"{folder}/a.duckdb") as con, ArchiveWriter(con) as w:
+    ...     w.write(Bundle())  # rows added per table: none
+    Counter()
 """
 
 from __future__ import annotations

@@ -91,6 +91,7 @@ def encode_only(args: argparse.Namespace) -> dict[str, Any]:
     from embeddings.knn import knn_graph, top_k
     from embeddings.layout import fit_layout, layout_neighbours, place
     from embeddings.normalise import normalise
+    from embeddings.profile import combine
 
     sample = Path(args.sample)
     spec = EncoderSpec.resolve(args.model, args.device, args.precision)
@@ -104,7 +105,7 @@ def encode_only(args: argparse.Namespace) -> dict[str, Any]:
     normalise_s = time.perf_counter() - started
     unique = list(dict.fromkeys(texts))
     started = time.perf_counter()
-    vectors = encoder.encode(unique)
+    vectors = combine(encoder.encode(unique), unique)
     encode_s = time.perf_counter() - started
     started = time.perf_counter()
     graph = knn_graph(vectors, max(layout_neighbours(len(unique)), 11))
@@ -114,7 +115,8 @@ def encode_only(args: argparse.Namespace) -> dict[str, Any]:
     umap_s = time.perf_counter() - started
     new = list(resampled_rows(INCREMENT, seed=1, first_uid=10_000_000, sample=sample))
     started = time.perf_counter()
-    new_vectors = encoder.encode([normalise(r["CUDA_Code"], "cuda-binding") for r in new])
+    new_texts = [normalise(r["CUDA_Code"], "cuda-binding") for r in new]
+    new_vectors = combine(encoder.encode(new_texts), new_texts)
     top_k(new_vectors, np.concatenate([vectors, new_vectors]), 10)
     place(reducer, new_vectors)
     incremental_s = time.perf_counter() - started

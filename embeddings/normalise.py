@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from embeddings.source import PYTHON_FORMS, embedded_cuda, matching_brace, strip_comments, strip_cpp_comments
 from embeddings.taxonomy import load_taxonomy, operators_in
 
-NORMALISER = "kernel-code-v1"
+NORMALISER = "kernel-code-v2"
+TEXT_ONLY = "kernel-code-v2-text"
 RAW = "raw"
 MAX_CHARS = 2400
 MAX_DOC_CHARS = 600
@@ -42,6 +43,13 @@ _ERROR_IF = re.compile(r"if\s*\(\s*\w+\s*!=\s*cudaSuccess\s*\)\s*\{")
 _ERROR_GET = re.compile(r"cuda(?:GetLastError|DeviceSynchronize|PeekAtLastError)\s*\(\s*\)\s*;")
 _TOP_LEVEL = re.compile(r"[{};]")
 _KERNEL_NAME = re.compile(r"__global__[\s\S]*?\b(\w+)\s*\(")
+_TORCH_CALL = re.compile(r"\b(?:at|torch)::(?:native::)?([a-z_]\w*)\s*\(")
+# C++ calls that allocate or convert rather than compute; left out of the "calls:" summary.
+_CALL_NOISE = frozenset({
+    "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
+    "tensor", "from_blob", "arange", "rand", "randn", "randint", "scalar_tensor", "device", "dtype",
+    "scalar_type", "device_guard", "check", "native",
+})
 _DEF_DOC = re.compile(r'\bm\.def\s*\(\s*"(\w+)"\s*,[^;]*?"([^"]{3,})"')
 _WHITESPACE = re.compile(r"\s+")
 _WORD = re.compile(r"\w")
@@ -53,7 +61,16 @@ _OPERATOR_NOISE = load_taxonomy().ignore | frozenset({
     "int", "min", "max", "print", "format", "join", "get", "items", "keys", "values", "current_stream",
     "stream", "wait_stream", "graph", "replay", "warmup", "str", "list", "dict", "tuple", "set", "zip",
     "enumerate", "sorted", "any", "all", "abs", "sum", "mean", "round", "exception", "cudagraph",
+    "parameter", "save_for_backward", "saved_tensors", "mark_dirty", "forward", "backward", "apply", "warn",
+    "script", "trace", "jit", "compile", "eval", "train", "write", "autocast", "bytetensor", "floattensor",
+    "getpid", "no_grad", "inference_mode", "set_grad_enabled", "empty_cache", "manual_seed",
+    "kaiming_normal_", "kaiming_uniform_", "xavier_normal_", "xavier_uniform_", "trunc_normal_", "normal_",
+    "constant_", "zeros_", "ones_", "orthogonal_", "load_state_dict", "state_dict", "get_device_properties",
+    "set_stream", "current_device", "device_count", "is_initialized", "makedirs", "exists",
 })
+# nn.* constructors that hold or group modules rather than compute; left out of the "layers:" summary.
+_LAYER_NOISE = frozenset({"Parameter", "ParameterList", "ParameterDict", "ModuleList", "ModuleDict", "Sequential",
+                          "Identity", "Module"})
 
 
 @dataclass
@@ -65,6 +82,7 @@ class _CudaParts:
     other: list[str] = field(default_factory=list)
     kernel_names: list[str] = field(default_factory=list)
     binding_docs: list[str] = field(default_factory=list)
+    calls: list[str] = field(default_factory=list)
 
 
 def _close_paren(text: str, open_at: int) -> int:
@@ -114,6 +132,7 @@ def drop_checks(code: str) -> str:
 
 def _split_cuda(code: str, parts: _CudaParts) -> None:
     code = drop_checks(_PREPROCESSOR.sub("", strip_cpp_comments(code)))
+    parts.calls.extend(c for c in _TORCH_CALL.findall(code) if c not in _CALL_NOISE)
     start = 0
     position = 0
     while True:
@@ -178,7 +197,8 @@ def _layers(tree: ast.AST) -> list[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             base = node.func.value
-            if isinstance(base, ast.Name) and base.id == "nn" and node.func.attr[:1].isupper():
+            if (isinstance(base, ast.Name) and base.id == "nn" and node.func.attr[:1].isupper()
+                    and node.func.attr not in _LAYER_NOISE):
                 names.append(node.func.attr)
     return list(dict.fromkeys(names))
 
@@ -260,6 +280,8 @@ def normalise(code: str, form: str, max_chars: int = MAX_CHARS) -> str:
         summary.append("ops: " + " ".join(python.operators))
     if cuda.kernel_names:
         summary.append("kernels: " + " ".join(dict.fromkeys(cuda.kernel_names)))
+    if cuda.calls:
+        summary.append("calls: " + " ".join(dict.fromkeys(cuda.calls)))
     if python.layers:
         summary.append("layers: " + " ".join(python.layers))
     if cuda.binding_docs:
@@ -278,4 +300,7 @@ def raw(code: str, form: str, max_chars: int = MAX_CHARS) -> str:
     return code[: max_chars * 4]
 
 
-NORMALISERS = {NORMALISER: normalise, RAW: raw}
+NORMALISERS = {NORMALISER: normalise, TEXT_ONLY: normalise, RAW: raw}
+"""Normaliser name -> the text function. Vectors are cached per normaliser name."""
+PROFILED = frozenset({NORMALISER})
+"""Normalisers whose vectors carry the operator profile (``embeddings.profile.combine``) after the text's."""

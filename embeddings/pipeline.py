@@ -5,7 +5,8 @@ One run does, in order:
 1. ``annotate`` (task categories and strategy tags that are missing);
 2. normalise every kernel with code that has no vector yet for this model and normaliser, and encode
    only the normalised texts whose hash has no cached vector (``embeddings`` is keyed by content hash,
-   model and normaliser, so identical kernels are encoded once and re-runs encode nothing);
+   model and normaliser, so identical kernels are encoded once and re-runs encode nothing); the default
+   normaliser's vectors carry the operator profile after the text's (``embeddings.profile``);
 3. if there is no current layout for this model (or ``fresh_layout``): the k-NN graph of all vectors,
    the ``neighbours`` table from it, and a UMAP fit on the same graph, stored as the new current layout;
 4. otherwise: exact neighbours of the new kernels, the old kernels whose neighbour lists the new ones
@@ -50,7 +51,8 @@ from embeddings.layout import (
     prewarm,
     umap_params,
 )
-from embeddings.normalise import NORMALISER, NORMALISERS
+from embeddings.normalise import NORMALISER, NORMALISERS, PROFILED
+from embeddings.profile import combine
 from ingest.progress import NullProgress, Progress
 
 NEIGHBOURS_K = 10
@@ -155,7 +157,10 @@ def encode_missing(
         con.unregister("_wanted_hashes")
     missing = [h for h in texts if h not in cached]
     progress.start(f"encoding with {model}", total=len(missing))
-    vectors = encoder.encode([texts[h] for h in missing], advance=progress.advance)
+    missing_texts = [texts[h] for h in missing]
+    vectors = encoder.encode(missing_texts, advance=progress.advance)
+    if normaliser in PROFILED:
+        vectors = combine(vectors, missing_texts)
     with _transaction(con):
         if missing:
             dim = vectors.shape[1]

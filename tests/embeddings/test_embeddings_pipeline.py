@@ -11,6 +11,7 @@ from embeddings.annotate import annotate
 from embeddings.encoder import EncoderSpec
 from embeddings.normalise import NORMALISER
 from embeddings.pipeline import NEIGHBOURS_K, embed_archive, load_vectors
+from embeddings.profile import DIM as PROFILE_DIM
 from ingest.adapter import IngestRequest
 from ingest.runner import ingest_source
 
@@ -22,7 +23,7 @@ def test_first_run_stores_vectors_neighbours_and_a_fitted_map(embedded: Path) ->
         kernels = con.execute("SELECT count(*) FROM kernels WHERE code IS NOT NULL").fetchall()[0][0]
         assert con.execute("SELECT count(*) FROM kernel_embeddings").fetchall()[0][0] == kernels == 82
         hashes = con.execute("SELECT count(DISTINCT content_hash) FROM kernel_embeddings").fetchall()[0][0]
-        assert con.execute("SELECT count(*), min(dim), max(dim) FROM embeddings").fetchall()[0] == (hashes, 384, 384)
+        assert con.execute("SELECT count(*), min(dim), max(dim) FROM embeddings").fetchall()[0] == (hashes, 384 + PROFILE_DIM, 384 + PROFILE_DIM)
         layouts = con.execute("SELECT layout_id, model, method, n_fitted, is_current, fitted_model IS NOT NULL, "
                               "params->>'normaliser' FROM layouts").fetchall()
         assert len(layouts) == 1
