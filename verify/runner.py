@@ -33,6 +33,7 @@ class VerifyOptions:
     device: str = "cuda"
     sanitize: bool = False
     compile_baseline: bool = True
+    shape_probe: bool = True
     target_seconds: float = 1.0
     compile_timeout: float = 900.0
     run_timeout: float = 600.0
@@ -48,6 +49,8 @@ class VerifyOptions:
             args.append("--sanitize")
         if not self.compile_baseline:
             args.append("--no-compile-baseline")
+        if not self.shape_probe:
+            args.append("--no-shape-probe")
         if self.seed is not None:
             args += ["--seed", str(self.seed)]
         return args

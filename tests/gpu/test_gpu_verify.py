@@ -288,6 +288,36 @@ def test_sanitizer_catches_a_write_past_the_kernels_own_output() -> None:
     assert any(line.startswith("compute-sanitizer memcheck: ERROR SUMMARY") for line in check["evidence"]), check
 
 
+# --- the shape probe (threat row 7): right only at the task's shapes is recorded, not failed ---------------
+
+SIZED_RELU_TASK = RELU_TASK.replace("def get_inputs():\n    return [torch.rand(4096, 1024)]",
+                                    "batch_size = 4096\ndef get_inputs():\n    return [torch.rand(batch_size, 1024)]")
+assert SIZED_RELU_TASK != RELU_TASK
+
+# Sizes its output and its grid from the task's shape, compiled in: right at 4096 x 1024 only.
+WIRED_TO_THE_TASK_SHAPE = _inline(
+    "wired_shape",
+    "__global__ void k(const float* x, float* y, long n) { long i = (long)blockIdx.x * blockDim.x + threadIdx.x; "
+    "if (i < n) y[i] = fmaxf(x[i], 0.f); }",
+    "    auto y = torch::empty({4096, 1024}, x.options()); long n = x.numel();\n"
+    "    k<<<(n + 255) / 256, 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), n);\n    return y;",
+    "        return ext.run(x)")
+
+
+def test_shape_probe_finds_an_honest_kernel_right_at_other_shapes() -> None:
+    report = verify(SIZED_RELU_TASK, HONEST_MODEL_NEW, "model-new", target_seconds=0.1)
+    assert report["shape_probe"] == {"right": True, "evidence": "at other shapes (batch_size 4096 -> 2049): right"}
+    assert report["status"] == "passed", report["checks"]
+
+
+def test_shape_probe_records_a_kernel_wired_to_the_task_shape() -> None:
+    report = verify(SIZED_RELU_TASK, WIRED_TO_THE_TASK_SHAPE, "model-new", target_seconds=0.1)
+    assert report["checks"]["correctness"]["verdict"] == "pass", report["checks"]["correctness"]
+    assert report["shape_probe"]["right"] is False, report["shape_probe"]
+    assert "shape-specialised" in report["properties"]
+    assert report["status"] == "passed", report["checks"]
+
+
 # --- real kernels from ../shared/data -----------------------------------------------------------------------
 
 

@@ -209,3 +209,70 @@ def test_properties_name_what_the_leaderboard_can_filter() -> None:
     _break("not-a-kernel", ev)
     checks, _ = judge(ev)
     assert "library-call" in properties(checks, [])
+
+
+# --- the shape probe (threat row 7: shape-specialised kernels are recorded, not failed) ------------------
+
+
+def _with_shape_probe(ev: Evidence, out: torch.Tensor | None, error: str | None = None) -> Evidence:
+    from verify.harness.judge import shape_probe
+
+    x = torch.randn(9, 32, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    ev.shape_ref = {"ref64": [torch.relu(x)], "ref32": [torch.relu(x).float()]}
+    ev.trusted.messages.insert(-1, {"kind": "shape-variant", "name": "batch_size", "old": 16, "new": 9})
+    ev.trusted.received.append(99.0)
+    done = ev.run.messages.pop()
+    ev.run.messages += [{"kind": "mark", "phase": "shape-probe"},
+                        {"kind": "shape-trial", "error": error} if error else {"kind": "shape-trial", "blob": "out-shape"},
+                        done]
+    ev.run.received += [98.0, 99.0]
+    ev.shape_out = None if out is None else [out]
+    assert shape_probe(ev)[0] is not None
+    return ev
+
+
+def test_a_kernel_right_at_other_shapes_is_not_shape_specialised() -> None:
+    ev = honest()
+    ev = _with_shape_probe(ev, None)
+    ev.shape_out = [ev.shape_ref["ref32"][0].clone()]
+    checks, _ = judge(ev)
+    assert overall_status(checks) == "passed"
+    assert "at other shapes (batch_size 16 -> 9): right" in checks["hard-coding"]["evidence"]
+    assert "shape-specialised" not in properties(checks, [], True)
+
+
+@pytest.mark.parametrize("how", ["wrong", "wrong-shape", "raised"])
+def test_a_kernel_wrong_at_other_shapes_is_recorded_not_failed(how: str) -> None:
+    from verify.harness.judge import shape_probe
+
+    ev = honest()
+    out = {"wrong": torch.zeros(9, 32), "wrong-shape": torch.zeros(16, 32), "raised": None}[how]
+    ev = _with_shape_probe(ev, out, error="RuntimeError: shape '[16, 32]' is invalid" if how == "raised" else None)
+    checks, _ = judge(ev)
+    right, line = shape_probe(ev)
+    assert right is False and "shape-specialised" in line
+    assert checks["hard-coding"]["verdict"] == "pass"
+    assert overall_status(checks) == "passed"
+    assert "shape-specialised" in properties(checks, [], right)
+
+
+def test_a_run_that_dies_in_the_shape_probe_keeps_its_verdicts() -> None:
+    from verify.harness.judge import shape_probe
+
+    ev = _with_shape_probe(honest(), None)
+    ev.run.messages = [m for m in ev.run.messages if m["kind"] not in ("shape-trial", "done")]
+    ev.run.returncode = -6
+    assert ev.run.died_in_shape_probe and ev.run.ok
+    checks, _ = judge(ev)
+    assert checks["runs"]["verdict"] == "pass"
+    assert shape_probe(ev)[0] is False
+
+
+def test_a_forged_shape_probe_mark_does_not_excuse_a_crash() -> None:
+    ev = honest()
+    ev.run.messages.insert(3, {"kind": "mark", "phase": "shape-probe"})
+    ev.run.messages = [m for m in ev.run.messages if m["kind"] != "done"]
+    ev.run.returncode = -11
+    assert not ev.run.died_in_shape_probe
+    checks, _ = judge(ev)
+    assert checks["runs"]["verdict"] == "fail"

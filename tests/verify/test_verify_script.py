@@ -101,3 +101,21 @@ def test_a_candidate_that_patches_the_harness_itself_is_caught() -> None:
     assert check["verdict"] == "fail", check
     evidence = " ".join(check["evidence"])
     assert "fingerprints_agree" in evidence and "summarize.__code__" in evidence
+
+
+SIZED_TASK = TASK.replace("def get_inputs():\n    return [torch.randn(8, 16)]", "batch_size = 8\ndef get_inputs():\n    return [torch.randn(batch_size, 16)]")
+
+
+@pytest.mark.slow
+def test_the_shape_probe_records_a_kernel_hard_wired_to_the_task_shapes() -> None:
+    options = VerifyOptions(trials=1, device="cpu", target_seconds=0.05)
+    honest = verify_code(SIZED_TASK, HONEST, "model-new", options)
+    assert honest["shape_probe"] == {"right": True, "evidence": "at other shapes (batch_size 8 -> 5): right"}
+    assert "shape-specialised" not in honest["properties"]
+    wired = HONEST.replace("return torch.relu(self.lin(x))", "return torch.relu(self.lin(x.view(8, 16)))")
+    report = verify_code(SIZED_TASK, wired, "model-new", options)
+    assert report["shape_probe"]["right"] is False, report["shape_probe"]
+    assert "raised RuntimeError" in report["shape_probe"]["evidence"]
+    assert "shape-specialised" in report["properties"]
+    assert report["checks"]["correctness"]["verdict"] == "pass"
+    assert report["status"] == honest["status"]

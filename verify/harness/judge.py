@@ -89,8 +89,18 @@ class ChildReport:
     def ok(self) -> bool:
         """Exited 0, in time, without an error, having sent its final message (compiled, or done)."""
         final = "compiled" if self.role == "compile" else "done"
+        if self.died_in_shape_probe:
+            return not self.first("error")
         return (self.returncode == 0 and not self.timed_out and not self.first("error")
                 and (not self.messages_expected or bool(self.first(final))))
+
+    @property
+    def died_in_shape_probe(self) -> bool:
+        """A run child that reported everything, then crashed or hung at the other shapes (its last step)."""
+        if self.role != "run" or self.first("done") or (self.returncode == 0 and not self.timed_out):
+            return False
+        kinds = [(m.get("kind"), m.get("phase") or m.get("which")) for m in self.messages]
+        return ("mark", "shape-probe") in kinds and ("kernels", "candidate") in kinds[:kinds.index(("mark", "shape-probe"))]
 
     @property
     def messages_expected(self) -> bool:
@@ -124,6 +134,8 @@ class Evidence:
     run: ChildReport | None = None
     sanitizer: ChildReport | None = None
     refs: dict[int, dict[str, Any]] = field(default_factory=dict)
+    shape_ref: dict[str, Any] | None = None
+    shape_out: list[Any] | None = None
     outputs: dict[tuple[int, str], list[Any]] = field(default_factory=dict)
     policy: dict[str, Any] = field(default_factory=lambda: dict(TOLERANCE))
     trial_stats: list[dict[str, Any]] = field(default_factory=list)
@@ -402,7 +414,37 @@ def check_hard_coding(ev: Evidence) -> dict[str, Any]:
     if not passed:
         return _verdict("fail", "wrong on every trial (see correctness)")
     return _verdict("pass", f"right on {seeds} fresh seeds the candidate could not predict, distributions {sorted(passed)}",
-                    "other shapes were not tried: a shape-specialised kernel passes this check")
+                    shape_probe(ev)[1])
+
+
+def shape_probe(ev: Evidence) -> tuple[bool | None, str]:
+    """Whether the kernel was right at other input shapes (None: not tried), and the evidence line.
+
+    A kernel right only at the task's shapes is recorded as shape-specialised (a property), not failed.
+    """
+    variant = ev.trusted.first("shape-variant") if ev.trusted else None
+    if variant is None:
+        note = ev.trusted.first("note", which="shape-variant") if ev.trusted else None
+        return None, (note or {}).get("message") or "other shapes not tried (no input-size constant to vary)"
+    where = f"at other shapes ({variant['name']} {variant['old']} -> {variant['new']})"
+    trial = ev.run.first("shape-trial") if ev.run else None
+    if ev.run is not None and ev.run.died_in_shape_probe:
+        return False, f"{where}: the run step died ({ev.run.failure()[:160]}): shape-specialised"
+    if trial is None:
+        return None, f"{where}: not run"
+    if trial.get("error"):
+        return False, f"{where}: raised {trial['error'][:200]}: shape-specialised"
+    ref = ev.shape_ref or {}
+    refs = ref.get("ref64") or ref.get("ref32") or []
+    outs = ev.shape_out or []
+    if len(outs) != len(refs) or any(o is None or tuple(o.shape) != tuple(r.shape) for o, r in zip(outs, refs, strict=False)):
+        got = [list(o.shape) if o is not None else None for o in outs]
+        return False, f"{where}: output shapes {got} vs reference {[list(r.shape) for r in refs]}: shape-specialised"
+    if all(_passes(o, r, ev.policy) for o, r in zip(outs, refs, strict=True)):
+        return True, f"{where}: right"
+    stats = error_stats(outs[0], refs[0], None) if outs else {}
+    return False, (f"{where}: wrong (rel_l2={stats.get('rel_l2', float('nan')):.3g}): shape-specialised, "
+                   "recorded as a property, not failed")
 
 
 def check_problem_change(ev: Evidence) -> dict[str, Any]:
@@ -663,7 +705,7 @@ def check_forging(ev: Evidence) -> dict[str, Any]:
     static_verdict, lines = _static_part(ev, "result-forging")
     verdict = static_verdict
     known = {"hello", "probe", "call", "trial", "kernels", "timing-start", "timing-end", "timing", "done", "error",
-             "compiled", "env", "reference-model", "reference", "screen", "note", "mark"}
+             "compiled", "env", "reference-model", "reference", "screen", "note", "mark", "shape-trial"}
     for report in (ev.compile, ev.run):
         if report is None:
             continue
@@ -873,7 +915,8 @@ def overall_status(checks: dict[str, dict[str, Any]]) -> str:
     return "passed"
 
 
-def properties(checks: dict[str, dict[str, Any]], static: list[dict[str, Any]]) -> list[str]:
+def properties(checks: dict[str, dict[str, Any]], static: list[dict[str, Any]],
+               shape_probe_result: bool | None = None) -> list[str]:
     """Leaderboard-filterable facts: library-call, no-gpu-code, self-timing, reduced-precision, ..."""
     rules = {f["rule"] for f in static}
     facts = {
@@ -889,6 +932,7 @@ def properties(checks: dict[str, dict[str, Any]], static: list[dict[str, Any]]) 
         "side-streams": bool(rules & {"py-stream", "cpp-stream"}),
         "cuda-graphs": bool(rules & {"py-cuda-graph", "cpp-cuda-graph"}),
         "unlaunched-kernel": "cpp-unlaunched-kernel" in rules,
+        "shape-specialised": shape_probe_result is False,
         "nondeterministic": any("nondeterministic" in e for c in ("launch-errors", "stale-memory")
                                 for e in checks.get(c, {}).get("evidence", [])),
     }

@@ -31,9 +31,18 @@ from pathlib import Path
 from typing import Any
 
 from verify.harness.common import HARNESS_VERSION, make_non_dumpable, read_blobs
-from verify.harness.judge import TOLERANCE, ChildReport, Evidence, judge, overall_status, properties
+from verify.harness.judge import (
+    TOLERANCE,
+    ChildReport,
+    Evidence,
+    judge,
+    overall_status,
+    properties,
+    shape_probe,
+)
 from verify.harness.report import render_text
 from verify.harness.static import scan_source, static_verdicts
+from verify.harness.task import shape_variant
 from verify.harness.tensors import DISTRIBUTIONS
 
 # The AI CUDA Engineer Archive's Nsight Compute configuration (robust-kbench: -c 5 -s 6, these sections).
@@ -179,6 +188,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-compile-baseline", action="store_true", help="skip the torch.compile baseline")
     parser.add_argument("--sanitize", action="store_true",
                         help="also run one trial under compute-sanitizer memcheck (slow; catches out-of-bounds writes)")
+    parser.add_argument("--no-shape-probe", dest="shape_probe", action="store_false",
+                        help="do not also run the kernel once at other input shapes (a batch-like size halved)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder (printed) for inspection")
     parser.add_argument("--seed", type=int, help="fix the seeds (default: fresh random seeds every run)")
     parser.add_argument("--profile", action="store_true",
@@ -199,23 +210,27 @@ def _trials(n: int, rng: secrets.SystemRandom | Any) -> list[dict[str, Any]]:
             for i in range(max(1, n))]
 
 
-def _load_outputs(blobs: dict[str, bytes], report: ChildReport) -> dict[tuple[int, str], list[Any]]:
+def _load_blob_list(blob: bytes | None) -> list[Any] | None:
+    """A list of tensors (None where not a tensor) a child sent as one blob; None when absent or unreadable."""
     import io
 
     import torch
 
+    if blob is None:
+        return None
+    try:
+        loaded = torch.load(io.BytesIO(blob), map_location="cpu", weights_only=True)
+    except Exception:
+        return None
+    return [t if isinstance(t, torch.Tensor) else None for t in loaded] if isinstance(loaded, list) else None
+
+
+def _load_outputs(blobs: dict[str, bytes], report: ChildReport) -> dict[tuple[int, str], list[Any]]:
     outputs: dict[tuple[int, str], list[Any]] = {}
     for message in report.all("trial"):
-        blob = blobs.get(str(message.get("blob")))
-        if blob is None:
-            continue
-        try:
-            loaded = torch.load(io.BytesIO(blob), map_location="cpu", weights_only=True)
-        except Exception:
-            continue
-        if isinstance(loaded, list):
-            outputs[(int(message["index"]), str(message["variant"]))] = [
-                t if isinstance(t, torch.Tensor) else None for t in loaded]
+        loaded = _load_blob_list(blobs.get(str(message.get("blob"))))
+        if loaded is not None:
+            outputs[(int(message["index"]), str(message["variant"]))] = loaded
     return outputs
 
 
@@ -259,8 +274,11 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
     timing = {"enabled": args.device == "cuda", "compile": not args.no_compile_baseline,
               "seed_base": rng.randrange(1, 2**30), "template_seed": rng.randrange(1, 2**30),
               "target_s": args.target_seconds, "warmup": 3, "min_calls": 30, "max_calls": 400}
+    variant = shape_variant(embedded["task_code"]) if args.shape_probe else None
     job = {"device": args.device, "trials": trials, "weight_seed": rng.randrange(1, 2**31),
-           "screen_seed": rng.randrange(1, 2**31), "timing": timing, "shared": str(shared_dir)}
+           "screen_seed": rng.randrange(1, 2**31), "timing": timing, "shared": str(shared_dir),
+           "shape_variant": variant and {"code": variant.code, "name": variant.name, "old": variant.old,
+                                         "new": variant.new}}
     ev = Evidence(form=embedded["form"], kernel_code=embedded["kernel_code"], static=findings, trials=trials)
     log: list[str] = []
     python = [sys.executable, script]
@@ -316,6 +334,8 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
                               checks={}, static=findings, log="\n".join(log))
                 return report
             ev.refs[trial["index"]] = torch.load(io.BytesIO(blob), map_location="cpu", weights_only=True)
+        if "ref-shape" in trusted.blobs:
+            ev.shape_ref = torch.load(io.BytesIO(trusted.blobs["ref-shape"]), map_location="cpu", weights_only=True)
         shutil.rmtree(trusted_dir, ignore_errors=True)
         for path in shared_dir.iterdir():
             path.chmod(0o444)
@@ -324,6 +344,7 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
             ev.run = runner.wait(args.run_timeout + (time.monotonic() - t_start))
             log.append(f"run: rc={ev.run.returncode} {ev.run.seconds:.1f}s\n{ev.run.log_tail[-3000:]}")
             ev.outputs = _load_outputs(runner.blobs, ev.run)
+            ev.shape_out = _load_blob_list(runner.blobs.get("out-shape"))
             if args.sanitize and ev.run.ok:
                 sanitize_job = cand_dir / "sanitize-job.json"
                 sanitize_job.write_text(json.dumps(job | {"work": str(cand_dir), "trials": trials[:1], "light": True,
@@ -356,7 +377,8 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
             call=call,
             screen=ev.trusted.first("screen"),
             static=findings,
-            properties=properties(checks, findings),
+            properties=properties(checks, findings, shape_probe(ev)[0]),
+            shape_probe=dict(zip(("right", "evidence"), shape_probe(ev), strict=True)),
             notes=[m.get("message") for m in ev.trusted.all("note")],
             harness_seconds=time.monotonic() - t_start,
             step_seconds={r.role: r.seconds for r in (ev.trusted, ev.compile, ev.run, ev.sanitizer) if r},

@@ -203,19 +203,22 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
     for trial in job["trials"]:
         inputs = make_inputs(task.get_inputs, trial["seed"], trial["distribution"], device)
         torch.save(_cpu(inputs), shared / f"inputs-{trial['index']}.pt")
-        with torch.no_grad():
-            ref32 = _as_list(model(*inputs))
-            ref64: list[Any] | None
-            try:
-                ref64 = _as_list(model64(*[x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
-                                           for x in inputs]))
-                precision = "float64"
-            except Exception as error:
-                ref64, precision = None, f"float32 (float64 failed: {type(error).__name__}: {str(error)[:120]})"
-        buffer = io.BytesIO()
-        torch.save({"ref64": _cpu(ref64), "ref32": _cpu(ref32)}, buffer)
-        blobs.send(f"ref-{trial['index']}", buffer.getvalue())
+        ref32, precision = _send_reference(torch, model, model64, inputs, f"ref-{trial['index']}", blobs)
         channel.send("reference", index=trial["index"], precision=precision, outputs=[describe(t) for t in ref32])
+    variant = job.get("shape_variant")
+    if variant:
+        try:
+            shaped = load_module(variant["code"], "ka_task_shape", work)
+            inputs = make_inputs(shaped.get_inputs, job["screen_seed"] + 2, "randn", device)
+            ref32, precision = _send_reference(torch, model, model64, inputs, "ref-shape", blobs)
+            torch.save(_cpu(inputs), shared / "inputs-shape.pt")
+            channel.send("shape-variant", name=variant["name"], old=variant["old"], new=variant["new"],
+                         precision=precision, inputs=[describe(x) for x in inputs if isinstance(x, torch.Tensor)],
+                         outputs=[describe(t) for t in ref32])
+        except Exception as error:
+            channel.send("note", which="shape-variant",
+                         message=f"the reference does not run with {variant['name']}={variant['new']}: "
+                                 f"{type(error).__name__}: {error}"[:500])
     channel.send("mark", phase="references-sent")
     screen_inputs = make_inputs(task.get_inputs, job["screen_seed"], "randn", device)
     other_inputs = make_inputs(task.get_inputs, job["screen_seed"] + 1, "randn", device)
@@ -291,6 +294,24 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
     except Exception as error:
         channel.send("note", which="cuda-graph", message=f"CUDA-graph baseline failed: {type(error).__name__}: {error}"[:800])
     channel.send("done")
+
+
+def _send_reference(torch: Any, model: Any, model64: Any, inputs: list[Any], name: str,
+                    blobs: BlobChannel) -> tuple[list[Any], str]:
+    """Compute the fp32 and float64 references on ``inputs`` and send both as blob ``name``."""
+    with torch.no_grad():
+        ref32 = _as_list(model(*inputs))
+        ref64: list[Any] | None
+        try:
+            ref64 = _as_list(model64(*[x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+                                       for x in inputs]))
+            precision = "float64"
+        except Exception as error:
+            ref64, precision = None, f"float32 (float64 failed: {type(error).__name__}: {str(error)[:120]})"
+    buffer = io.BytesIO()
+    torch.save({"ref64": _cpu(ref64), "ref32": _cpu(ref32)}, buffer)
+    blobs.send(name, buffer.getvalue())
+    return ref32, precision
 
 
 def _extension_name(code: str) -> str:
@@ -494,6 +515,23 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
     if device == "cuda":
         with torch.no_grad():
             channel.send("kernels", which="candidate", kernels=_trace_kernels(torch, call, template, work))
+    shape_inputs = shared / "inputs-shape.pt"
+    if shape_inputs.exists():
+        # Last, because a kernel that assumes the task's shapes may corrupt the CUDA context here; the
+        # parent counts a death after this mark as the probe's failure, not the run's.
+        channel.send("mark", phase="shape-probe")
+        try:
+            inputs = [x.to(device) if isinstance(x, torch.Tensor) else x
+                      for x in torch.load(shape_inputs, map_location="cpu")]
+            with torch.no_grad():
+                outs = _as_list(call(inputs))
+            clock.full_sync()
+            buffer = io.BytesIO()
+            torch.save([_cpu(o) if isinstance(o, torch.Tensor) else None for o in outs], buffer)
+            blobs.send("out-shape", buffer.getvalue())
+            channel.send("shape-trial", blob="out-shape", outputs=[describe(o) for o in outs])
+        except Exception as exc:
+            channel.send("shape-trial", error=f"{type(exc).__name__}: {exc}"[:1000])
     channel.send("done")
 
 

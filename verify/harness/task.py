@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import inspect
 import re
@@ -36,6 +37,76 @@ class CppParam:
     name: str
     kind: str
     has_default: bool
+
+
+@dataclass(frozen=True)
+class ShapeVariant:
+    """The task with one input-size constant changed: ``name`` from ``old`` to ``new``, as module ``code``."""
+
+    code: str
+    name: str
+    old: int
+    new: int
+
+
+_BATCH_LIKE = re.compile(r"batch|^b$|^n$|seq|len|size", re.I)
+
+
+def _names_in(nodes: list[ast.AST]) -> set[str]:
+    return {n.id for node in nodes for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def shape_variant(task_code: str) -> ShapeVariant | None:
+    """The task at other input shapes, or None when none can be derived safely.
+
+    A module-level integer that ``get_inputs`` reads but neither ``get_init_inputs`` nor any class does
+    sizes the inputs only, so changing it leaves the model and its weights as they are. A batch-like
+    name is preferred; the new value is ``old // 2 + 1`` (smaller, and odd for powers of two, so tile
+    and divisibility assumptions show).
+
+    Example:
+        >>> code = ("N = 2048\\ndim = 1\\ndef get_inputs():\\n    return [torch.rand(N, 7)]\\n"
+        ...         "def get_init_inputs():\\n    return [dim]\\n")
+        >>> v = shape_variant(code)
+        >>> (v.name, v.old, v.new, v.code.splitlines()[0])
+        ('N', 2048, 1025, 'N = 1025')
+    """
+    try:
+        tree = ast.parse(task_code)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    if "get_inputs" not in functions:
+        return None
+    used = _names_in([functions["get_inputs"]])
+    elsewhere = _names_in([n for n in tree.body if isinstance(n, ast.ClassDef | ast.FunctionDef)
+                           and n.name != "get_inputs"])
+    assigned: dict[str, list[ast.Assign]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        assigned.setdefault(name.id, []).append(node)
+    derived = _names_in([n.value for n in tree.body if isinstance(n, ast.Assign)])
+    candidates = []
+    for name in used - elsewhere - derived:
+        nodes = assigned.get(name, [])
+        if len(nodes) != 1 or len(nodes[0].targets) != 1 or not isinstance(nodes[0].targets[0], ast.Name):
+            continue
+        value = nodes[0].value
+        if isinstance(value, ast.Constant) and type(value.value) is int and value.value >= 3:
+            candidates.append((not _BATCH_LIKE.search(name), value.lineno, name, value))
+    if not candidates:
+        return None
+    _, _, name, value = min(candidates)
+    new = value.value // 2 + 1
+    lines = task_code.splitlines(keepends=True)
+    line = lines[value.lineno - 1]
+    if value.end_lineno != value.lineno or value.end_col_offset is None:
+        return None
+    lines[value.lineno - 1] = line[: value.col_offset] + str(new) + line[value.end_col_offset :]
+    return ShapeVariant("".join(lines), name, value.value, new)
 
 
 class CallDerivationError(ValueError):
