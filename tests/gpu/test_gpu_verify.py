@@ -275,9 +275,15 @@ PAST_OWN_OUTPUT = _inline(
     "        return ext.run(x)")
 
 
+def _failed(report: dict[str, Any]) -> dict[str, Any]:
+    """Checks that failed. Not warnings: this group runs in parallel, and a shared GPU may make the
+    timing checks warn (the timing group, run alone, asserts that honest kernels pass outright)."""
+    return {n: c for n, c in report["checks"].items() if c["verdict"] == "fail"}
+
+
 def test_sanitizer_passes_an_honest_kernel() -> None:
     report = verify(RELU_TASK, HONEST_MODEL_NEW, "model-new", sanitize=True, target_seconds=0.1)
-    assert report["status"] == "passed", report["checks"]
+    assert not _failed(report), report["checks"]
     assert "compute-sanitizer memcheck: 0 errors" in report["checks"]["out-of-bounds"]["evidence"]
 
 
@@ -307,7 +313,8 @@ WIRED_TO_THE_TASK_SHAPE = _inline(
 def test_shape_probe_finds_an_honest_kernel_right_at_other_shapes() -> None:
     report = verify(SIZED_RELU_TASK, HONEST_MODEL_NEW, "model-new", target_seconds=0.1)
     assert report["shape_probe"] == {"right": True, "evidence": "at other shapes (batch_size 4096 -> 2049): right"}
-    assert report["status"] == "passed", report["checks"]
+    assert "shape-specialised" not in report["properties"]
+    assert not _failed(report), report["checks"]
 
 
 def test_shape_probe_records_a_kernel_wired_to_the_task_shape() -> None:
@@ -315,7 +322,7 @@ def test_shape_probe_records_a_kernel_wired_to_the_task_shape() -> None:
     assert report["checks"]["correctness"]["verdict"] == "pass", report["checks"]["correctness"]
     assert report["shape_probe"]["right"] is False, report["shape_probe"]
     assert "shape-specialised" in report["properties"]
-    assert report["status"] == "passed", report["checks"]
+    assert not _failed(report), report["checks"]
 
 
 # --- real kernels from ../shared/data -----------------------------------------------------------------------
