@@ -119,3 +119,12 @@ def test_the_shape_probe_records_a_kernel_hard_wired_to_the_task_shapes() -> Non
     assert "shape-specialised" in report["properties"]
     assert report["checks"]["correctness"]["verdict"] == "pass"
     assert report["status"] == honest["status"]
+
+
+def test_every_verify_option_reaches_the_scripts_parser() -> None:
+    from verify.harness.parent import _parser
+
+    options = VerifyOptions(trials=3, sanitize=True, compile_baseline=False, shape_probe=False, seed=5)
+    args = _parser().parse_args(options.arguments())
+    assert (args.trials, args.sanitize, args.no_compile_baseline, args.shape_probe, args.seed) == (3, True, True, False, 5)
+    assert _parser().parse_args(VerifyOptions().arguments()).shape_probe is True

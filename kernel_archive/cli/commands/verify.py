@@ -21,7 +21,9 @@ Checks correctness over fresh seeds and input distributions against a float64 re
 check of the threat list its own verdict with evidence (stale memory, launch errors, aliasing, input
 mutation, hard-coding, library calls, fallbacks, lower precision, side streams, threads, caching, timer
 patching, flag flipping, launch-bound speedups, out-of-bounds writes, ...), and times the kernel against
-PyTorch eager, torch.compile and a CUDA graph measured the same way. The result is stored in the archive
+PyTorch eager, torch.compile and a CUDA graph measured the same way. It also runs the kernel once at
+other input shapes and records a kernel that is right only at the task's shapes as `shape-specialised`
+(a property, not a failure). The result is stored in the archive
 (`verifications`, `verification_checks`, and a `measurements` row with source 'verify').
 
 {UNTRUSTED_HELP}
@@ -58,6 +60,8 @@ def verify(
     sanitize: Annotated[bool, typer.Option("--sanitize", help="Also run compute-sanitizer memcheck (slow).")] = False,
     no_compile_baseline: Annotated[
         bool, typer.Option("--no-compile-baseline", help="Skip the torch.compile baseline (faster).")] = False,
+    no_shape_probe: Annotated[
+        bool, typer.Option("--no-shape-probe", help="Do not try the kernel at other input shapes.")] = False,
     store: Annotated[bool, typer.Option("--store/--no-store", help="Store results in the archive.")] = True,
     json_output: Annotated[bool, typer.Option("--json", help="Print the JSON report(s).")] = False,
 ) -> None:
@@ -67,7 +71,7 @@ def verify(
     if (kernel_id is None) == (task is None and source is None):
         raise fail("give either KERNEL_ID, or --task ID / --source NAME for a batch", 2)
     options = VerifyOptions(trials=trials, static_only=static_only, sanitize=sanitize,
-                            compile_baseline=not no_compile_baseline)
+                            compile_baseline=not no_compile_baseline, shape_probe=not no_shape_probe)
     if python:
         options.python = python
     with reporting_errors():
