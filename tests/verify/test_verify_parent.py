@@ -8,6 +8,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from verify.harness.judge import Evidence, judge
 from verify.harness.parent import ChildProcess, run_child, scrubbed_environment
 
@@ -104,3 +106,20 @@ def test_the_environment_is_scrubbed(tmp_path: Path) -> None:
     report = run_child(_child(tmp_path, body), role="run", env=env, cwd=tmp_path, timeout_s=30)
     keys = report.first("env")["keys"]
     assert not any("SECRET" in k or "TOKEN" in k for k in keys)
+
+
+def test_a_child_that_hangs_after_the_shape_probe_mark_is_cut_short(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from verify.harness import parent
+
+    monkeypatch.setattr(parent, "SHAPE_PROBE_TIMEOUT_S", 1.0)
+    script = tmp_path / "child.py"
+    script.write_text(
+        "import os, sys, time\n"
+        "fd = int(sys.argv[sys.argv.index('--channel') + 1])\n"
+        "os.write(fd, b'{\"kind\": \"kernels\", \"which\": \"candidate\"}\\n{\"kind\": \"mark\", \"phase\": \"shape-probe\"}\\n')\n"
+        "time.sleep(60)\n")
+    started = time.monotonic()
+    child = parent.ChildProcess([sys.executable, str(script)], role="run", env=dict(os.environ), cwd=tmp_path)
+    report = child.wait(120.0)
+    assert time.monotonic() - started < 10
+    assert report.timed_out and report.died_in_shape_probe and report.ok

@@ -45,6 +45,7 @@ from verify.harness.static import scan_source, static_verdicts
 from verify.harness.task import shape_variant
 from verify.harness.tensors import DISTRIBUTIONS
 
+SHAPE_PROBE_TIMEOUT_S = 60.0
 # The AI CUDA Engineer Archive's Nsight Compute configuration (robust-kbench: -c 5 -s 6, these sections).
 NCU_SECTIONS: tuple[str, ...] = ("Occupancy", "WarpStateStats", "MemoryWorkloadAnalysis", "ComputeWorkloadAnalysis")
 
@@ -81,6 +82,7 @@ class ChildProcess:
         self.blobs: dict[str, bytes] = {}
         self._log_path = Path(cwd) / f"{role}.log"
         self._chunks: list[tuple[float, bytes]] = []
+        self._probe_started: float | None = None
         read_fd, write_fd = os.pipe() if channel else (None, None)
         args = [*argv, "--channel", str(write_fd)] if channel else list(argv)
         blob_read, blob_write = os.pipe() if blobs else (None, None)
@@ -119,6 +121,8 @@ class ChildProcess:
                 while b"\n" in buffer:
                     line, buffer = buffer.split(b"\n", 1)
                     self._chunks.append((time.monotonic(), line + b"\n"))
+                    if self._probe_started is None and b'"shape-probe"' in line and b'"mark"' in line:
+                        self._probe_started = time.monotonic()
         if buffer:
             self._chunks.append((time.monotonic(), buffer))
 
@@ -127,10 +131,20 @@ class ChildProcess:
         from verify.harness.common import read_messages
 
         report = self.report
-        remaining = max(0.1, timeout_s - (time.monotonic() - self._started))
+        deadline = max(time.monotonic() + 0.1, self._started + timeout_s)
         try:
-            report.returncode = self.process.wait(timeout=remaining)
-            report.exited_at = time.monotonic()
+            while True:
+                now = time.monotonic()
+                if self._probe_started is not None:
+                    # The shape probe is one call; a kernel that hangs at other shapes must not cost the
+                    # whole run timeout.
+                    deadline = min(deadline, self._probe_started + SHAPE_PROBE_TIMEOUT_S)
+                if now >= deadline:
+                    raise subprocess.TimeoutExpired(self.process.args, timeout_s)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    report.returncode = self.process.wait(timeout=min(0.5, deadline - now))
+                    report.exited_at = time.monotonic()
+                    break
         except subprocess.TimeoutExpired:
             report.timed_out = True
         finally:
