@@ -128,3 +128,19 @@ def test_every_verify_option_reaches_the_scripts_parser() -> None:
     args = _parser().parse_args(options.arguments())
     assert (args.trials, args.sanitize, args.no_compile_baseline, args.shape_probe, args.seed) == (3, True, True, False, 5)
     assert _parser().parse_args(VerifyOptions().arguments()).shape_probe is True
+
+
+@pytest.mark.slow
+def test_candidate_code_finds_no_seeds_on_disk() -> None:
+    snooping = (
+        "import glob, os\n"
+        "_root = os.path.dirname(os.getcwd())\n"
+        "_keys = ['\"' + k + '\":' for k in ('seed' + '_base', 'weight' + '_seed', 'screen' + '_seed')]\n"
+        "_found = [p for p in glob.glob(os.path.join(_root, '**', '*'), recursive=True)\n"
+        "          if os.path.isfile(p) and any(k in open(p, errors='replace').read() for k in _keys)]\n"
+        "if _found:\n"
+        "    raise RuntimeError(f'seeds readable from candidate code: {_found}')\n"
+    ) + HONEST
+    report = verify_code(TASK, snooping, "model-new", VerifyOptions(trials=1, device="cpu", target_seconds=0.05))
+    assert report["checks"]["compiles"]["verdict"] == "pass", report["checks"]["compiles"]
+    assert report["checks"]["runs"]["verdict"] == "pass", report["checks"]["runs"]

@@ -320,8 +320,10 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
                                              "wait_timeout_s": args.trusted_timeout + args.compile_timeout + 60}))
         runner: ChildProcess | None = ChildProcess([*python, "--role", "run", "--job", str(run_job)], role="run",
                                                    env=env, cwd=cand_dir, blobs=True)
+        _wait_until_read([trusted_job, run_job])
         compile_job = cand_dir / "compile-job.json"
-        compile_job.write_text(json.dumps(job | {"work": str(cand_dir)}))
+        # The compile step runs candidate code (a model-new file's import builds it): it gets no seeds.
+        compile_job.write_text(json.dumps({"device": args.device, "work": str(cand_dir)}))
         ev.compile = run_child([*python, "--role", "compile", "--job", str(compile_job)], role="compile", env=env,
                                cwd=cand_dir, timeout_s=args.compile_timeout)
         go_file.touch()
@@ -408,6 +410,13 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
             shutil.rmtree(root, ignore_errors=True)
 
 
+def _wait_until_read(jobs: list[Path], limit_s: float = 30.0) -> None:
+    """Wait until each child has read and deleted its job file (at its start), before candidate code runs."""
+    deadline = time.monotonic() + limit_s
+    while any(job.exists() for job in jobs) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def _import_torch() -> None:
     with contextlib.suppress(Exception):
         import torch  # noqa: F401
@@ -443,15 +452,16 @@ def profile_report(args: argparse.Namespace, embedded: dict[str, Any], script: s
     python = [sys.executable, script]
     job = {"device": "cuda", "weight_seed": 1234, "work": str(root), "warmup": 2, "calls": 5}
     try:
-        job_path = root / "job.json"
-        job_path.write_text(json.dumps(job))
-        compiled = run_child([*python, "--role", "compile", "--job", str(job_path)], role="compile", env=env, cwd=root,
-                             timeout_s=args.compile_timeout)
+        compile_job, profile_job = root / "compile-job.json", root / "profile-job.json"
+        compile_job.write_text(json.dumps(job))
+        profile_job.write_text(json.dumps(job))
+        compiled = run_child([*python, "--role", "compile", "--job", str(compile_job)], role="compile", env=env,
+                             cwd=root, timeout_s=args.compile_timeout)
         if not compiled.ok:
             report.update(status="error", error=compiled.failure())
             return report
-        torch_run = run_child([*python, "--role", "profile", "--job", str(job_path)], role="profile", env=env, cwd=root,
-                              timeout_s=args.run_timeout)
+        torch_run = run_child([*python, "--role", "profile", "--job", str(profile_job)], role="profile", env=env,
+                              cwd=root, timeout_s=args.run_timeout)
         events = (torch_run.first("torch-profile") or {}).get("events")
         report["torch_profile"] = events
         if not torch_run.ok:

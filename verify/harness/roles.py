@@ -606,6 +606,9 @@ def child_main(role: str, job_path: str, channel_fd: int | None, embedded: dict[
     channel = Channel(channel_fd)
     blobs = BlobChannel(blob_fd)
     job = json.loads(Path(job_path).read_text())
+    # Seeds live in the job; once read, it is gone, so candidate code cannot read the timed inputs' seeds
+    # from a file and precompute their outputs.
+    Path(job_path).unlink(missing_ok=True)
     try:
         ROLES[role](job, embedded, channel, blobs)
     except BaseException as error:
