@@ -186,7 +186,9 @@ def test_leaderboard_filter_then_follow_a_row_to_its_kernel_and_task(served: Ser
     _settle(page)
     _no_traceback(page)
     assert page.get_by_role("heading", level=1).first.inner_text().strip() == kernel_name
-    code = page.locator('[data-testid="stCode"]').first
+    # The kernel's source, not another code block (the page may also show the `kernel-archive embed` hint).
+    code = page.locator('[data-testid="stCode"]').filter(has_text=re.compile(r"__global__|class ModelNew")).first
+    code.wait_for()
     assert "__global__" in code.inner_text() or "ModelNew" in code.inner_text()
     _shot(page, "kernel")
 
