@@ -20,6 +20,7 @@ ADAPTER_MODULES: dict[str, str] = {
     "cuda-l2": "ingest.adapters.cuda_l2",
     "kernelbench": "ingest.adapters.kernelbench",
     "robust-kbench": "ingest.adapters.robust_kbench",
+    "demo": "ingest.adapters.demo",
 }
 
 

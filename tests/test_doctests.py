@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import doctest
 import importlib
+import os
 from pathlib import Path
 
 import pytest
@@ -25,5 +26,10 @@ def test_some_modules_have_examples() -> None:
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name: str) -> None:
     module = importlib.import_module(name.removesuffix(".__init__"))
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, verbose=False)
+    environment = dict(os.environ)
+    try:
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, verbose=False)
+    finally:
+        os.environ.clear()
+        os.environ.update(environment)
     assert result.failed == 0, f"{name}: {result.failed} of {result.attempted} examples failed"

@@ -21,3 +21,24 @@ def test_serve_help_teaches_by_example() -> None:
                           text=True, timeout=60)
     assert done.returncode == 0
     assert "kernel-archive serve --db" in done.stdout and "--port" in done.stdout
+
+
+def test_serve_demo_builds_the_demo_once_then_serves_it(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    import os
+
+    from typer.testing import CliRunner
+
+    import kernel_archive.demo as demo
+    from kernel_archive.cli import app
+
+    target = tmp_path / "demo.duckdb"
+    monkeypatch.setattr(demo, "demo_db_path", lambda: target)
+    monkeypatch.setenv("KERNEL_ARCHIVE_DB", str(tmp_path / "not-this.duckdb"))
+    launched: list[dict[str, str]] = []
+    monkeypatch.setattr(os, "execve", lambda path, args, env: launched.append(env))
+    result = CliRunner().invoke(app, ["serve", "--demo"])
+    assert result.exit_code == 0, result.output
+    assert "built: 26 kernels with 26 verification reports" in result.output
+    assert launched[-1]["KERNEL_ARCHIVE_DB"] == str(target.resolve())
+    again = CliRunner().invoke(app, ["serve", "--demo"])
+    assert "already built" in again.output

@@ -16,7 +16,13 @@ The command becomes the Streamlit server (it replaces this process, so stopping 
 The app reads the archive through short read-only connections, so `kernel-archive ingest`, `embed` and
 `verify` can write to the same file while it is open; reload a page to see what they added.
 
+With --demo it opens the built-in demo archive instead (built on first use, about a minute on a laptop
+CPU): this project's own honest and adversarial test kernels with the reports of `kernel-archive verify`
+on an NVIDIA H100, categorised, tagged and embedded.
+
 Examples:
+
+  kernel-archive serve --demo
 
   kernel-archive serve
 
@@ -47,10 +53,19 @@ def serve(
     db: DbOption = None,
     port: Annotated[int, typer.Option(help="Port to listen on.", min=1, max=65535)] = 8501,
     host: Annotated[str, typer.Option(help="Address to listen on; 127.0.0.1 keeps it on this machine.")] = "127.0.0.1",
+    demo: Annotated[bool, typer.Option(
+        "--demo", help="Open the built-in demo archive (built on first use; --db is then ignored).")] = False,
 ) -> None:
     from archive_db.paths import ENV_VAR, resolve_db_path
     from explorer import APP_FILE
 
+    if demo:
+        from kernel_archive.demo import build_demo
+
+        with console.status("building the demo archive (first use only)"):
+            built, what = build_demo()
+        console.print(f"demo archive {built}: {what}")
+        db = str(built)
     path = resolve_db_path(db).resolve()
     if not APP_FILE.exists():
         raise fail(f"the explorer's app.py is missing at {APP_FILE}; reinstall kernel-archive from its repository")
@@ -65,5 +80,34 @@ def serve(
     os.execve(command[0], command, {**os.environ, ENV_VAR: str(path)})
 
 
+DEMO_HELP = """Build the built-in demo archive and print where it is (`serve --demo` opens it).
+
+The demo holds this project's own GPU-suite kernels, honest ones and one adversarial kernel per threat
+the verifier knows, each with the full report of `kernel-archive verify` on an NVIDIA H100 (real
+measurements of these kernels), ingested as the `demo` source, categorised, tagged and embedded.
+
+Examples:
+
+  kernel-archive demo
+
+  kernel-archive demo --rebuild --db /tmp/demo.duckdb
+"""
+
+
+def demo(
+    db: Annotated[str | None, typer.Option(
+        "--db", help="Where to build it (default: demo.duckdb in the per-user data folder).")] = None,
+    rebuild: Annotated[bool, typer.Option("--rebuild", help="Build it again even if it exists.")] = False,
+    embed: Annotated[bool, typer.Option("--embed/--no-embed", help="Compute embeddings and the map too.")] = True,
+) -> None:
+    from kernel_archive.demo import build_demo
+
+    with console.status("building the demo archive"):
+        path, what = build_demo(db, embed=embed, rebuild=rebuild)
+    console.print(what)
+    out.print(str(path), highlight=False)
+
+
 def register(app: typer.Typer) -> None:
     app.command(help=SERVE_HELP)(serve)
+    app.command(help=DEMO_HELP)(demo)
