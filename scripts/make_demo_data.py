@@ -25,7 +25,7 @@ OUT = REPO / "ingest" / "adapters" / "demo_verified.jsonl.gz"
 
 
 def _suite() -> Any:
-    sys.path.insert(0, str(REPO))
+    sys.path[:0] = [str(REPO), str(REPO / "tests" / "gpu")]
     spec = importlib.util.spec_from_file_location("gpu_suite", REPO / "tests" / "gpu" / "test_gpu_verify.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from cli_testing import run_json
 from handmade_archive import MEASURED, Handmade
 from platformdirs import user_data_dir
 from typer.testing import CliRunner
@@ -15,18 +16,6 @@ from kernel_archive.cli import app
 
 LEADERBOARD_KEYS = {"rank", "kernel_id", "task_id", "level", "problem_id", "task_name", "kernel_name", "source",
                     "gpu", "speedup_eager", "speedup_compile", "measured_by", "correct", "n_kernels"}
-
-
-@pytest.fixture
-def runner(monkeypatch: pytest.MonkeyPatch) -> CliRunner:
-    monkeypatch.delenv(ENV_VAR, raising=False)
-    return CliRunner()
-
-
-def run_json(runner: CliRunner, *args: str) -> object:
-    result = runner.invoke(app, [*args, "--json"])
-    assert result.exit_code == 0, result.output + result.stderr
-    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def test_stats_json_gives_totals_and_per_source_counts(runner: CliRunner, handmade: Handmade) -> None:

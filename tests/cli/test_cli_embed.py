@@ -5,23 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
+from cli_testing import run_json
 from typer.testing import CliRunner
 
-from archive_db.paths import ENV_VAR
 from kernel_archive.cli import app
-
-
-@pytest.fixture
-def runner(monkeypatch: pytest.MonkeyPatch) -> CliRunner:
-    monkeypatch.delenv(ENV_VAR, raising=False)
-    return CliRunner()
-
-
-def _json(runner: CliRunner, *args: str) -> dict:
-    result = runner.invoke(app, [*args, "--json"])
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def test_ingest_annotates_then_embed_fits_then_updates(
@@ -35,14 +22,14 @@ def test_ingest_annotates_then_embed_fits_then_updates(
 
     result = runner.invoke(app, ["ingest", "cuda-l1", str(data), "--db", db, "-q"])
     assert result.exit_code == 0, result.output
-    assert _json(runner, "analyse", "--db", db)["tasks_categorised"] == 0
-    redo = _json(runner, "analyse", "--db", db, "--redo")
+    assert run_json(runner, "analyse", "--db", db)["tasks_categorised"] == 0
+    redo = run_json(runner, "analyse", "--db", db, "--redo")
     assert redo["tasks_categorised"] == 6 and redo["kernels_tagged"] >= 1
 
-    first = _json(runner, "embed", "--db", db, "-q", "--seed", "0")
+    first = run_json(runner, "embed", "--db", db, "-q", "--seed", "0")
     assert (first["kernels"], first["new_kernels"], first["encoded"]) == (6, 6, 6)
     assert (first["layout_action"], first["fitted"], first["neighbour_rows"]) == ("fit", 6, 6 * 5)
-    second = _json(runner, "embed", "--db", db, "-q")
+    second = run_json(runner, "embed", "--db", db, "-q")
     assert (second["encoded"], second["layout_action"]) == (0, "up to date")
 
     text = runner.invoke(app, ["embed", "--db", db, "-q"])

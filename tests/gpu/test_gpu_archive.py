@@ -8,22 +8,13 @@ row (copied to .gpu_data by tests/gpu/copy_gpu_data.py), so the suite needs no i
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
+from gpu_testing import GPU_DATA
 
 pytestmark = pytest.mark.gpu
 
-REPO = Path(__file__).resolve().parents[2]
-GPU_DATA = Path(os.environ.get("KA_GPU_DATA", REPO / ".gpu_data"))
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _cuda() -> None:
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA GPU")
 
 
 @pytest.fixture()
