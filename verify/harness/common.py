@@ -283,6 +283,21 @@ def read_messages(raw: bytes) -> tuple[list[dict[str, Any]], list[str]]:
     return messages, rejects
 
 
+def wait_until(condition: Any, timeout_s: float, poll_s: float = 0.01) -> bool:
+    """Poll ``condition()`` until it holds or ``timeout_s`` passes; whether it held.
+
+    Example:
+        >>> wait_until(lambda: True, 1.0)
+        True
+    """
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(poll_s)
+    return True
+
+
 def now_ns() -> int:
     """Monotonic nanoseconds (captured at import, before any candidate code runs)."""
     return _PERF_NS()

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from verify.harness.common import HARNESS_VERSION, make_non_dumpable, read_blobs
+from verify.harness.common import HARNESS_VERSION, make_non_dumpable, read_blobs, wait_until
 from verify.harness.judge import (
     TOLERANCE,
     ChildReport,
@@ -320,7 +320,8 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
                                              "wait_timeout_s": args.trusted_timeout + args.compile_timeout + 60}))
         runner: ChildProcess | None = ChildProcess([*python, "--role", "run", "--job", str(run_job)], role="run",
                                                    env=env, cwd=cand_dir, blobs=True)
-        _wait_until_read([trusted_job, run_job])
+        # Each child deletes its job file as soon as it has read it; candidate code must find none.
+        wait_until(lambda: not (trusted_job.exists() or run_job.exists()), 30.0)
         compile_job = cand_dir / "compile-job.json"
         # The compile step runs candidate code (a model-new file's import builds it): it gets no seeds.
         compile_job.write_text(json.dumps({"device": args.device, "work": str(cand_dir)}))
@@ -374,6 +375,7 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
                     blobs=True).wait(args.run_timeout * 4)
                 log.append(f"sanitize: rc={ev.sanitizer.returncode}\n{ev.sanitizer.log_tail[-3000:]}")
         checks, speed = judge(ev)
+        probe_right, probe_evidence = shape_probe(ev)
         env_message = ev.trusted.first("env") or {}
         call = ev.run.first("call") if ev.run else None
         report.update(
@@ -393,8 +395,8 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
             call=call,
             screen=ev.trusted.first("screen"),
             static=findings,
-            properties=properties(checks, findings, shape_probe(ev)[0]),
-            shape_probe=dict(zip(("right", "evidence"), shape_probe(ev), strict=True)),
+            properties=properties(checks, findings, probe_right),
+            shape_probe={"right": probe_right, "evidence": probe_evidence},
             notes=[m.get("message") for m in ev.trusted.all("note")],
             harness_seconds=time.monotonic() - t_start,
             step_seconds={r.role: r.seconds for r in (ev.trusted, ev.compile, ev.run, ev.sanitizer) if r},
@@ -408,13 +410,6 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
             report["work_dir"] = str(root)
         else:
             shutil.rmtree(root, ignore_errors=True)
-
-
-def _wait_until_read(jobs: list[Path], limit_s: float = 30.0) -> None:
-    """Wait until each child has read and deleted its job file (at its start), before candidate code runs."""
-    deadline = time.monotonic() + limit_s
-    while any(job.exists() for job in jobs) and time.monotonic() < deadline:
-        time.sleep(0.01)
 
 
 def _import_torch() -> None:

@@ -33,6 +33,7 @@ from verify.harness.common import (
     snapshot_flags,
     snapshot_identities,
     thread_counts,
+    wait_until,
 )
 from verify.harness.task import copy_matching_state, derive_call, load_module, parse_forward_signature
 from verify.harness.tensors import (
@@ -238,9 +239,7 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
         with torch.no_grad():
             channel.send("kernels", which="reference", kernels=_trace_kernels(torch, lambda i: model(*i), template, work))
     if job.get("go_file"):
-        deadline = time.monotonic() + job.get("go_timeout_s", 900)
-        while not Path(job["go_file"]).exists() and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_until(Path(job["go_file"]).exists, job.get("go_timeout_s", 900))
     channel.send("mark", phase="go")
     clock = Clock(torch, device)
     flush = l2_flush_buffer(torch, device)
@@ -386,9 +385,7 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
     if device == "cuda" and not job.get("light"):
         _warm_without_kernels(torch, device)
     if job.get("wait_file"):
-        deadline = time.monotonic() + job.get("wait_timeout_s", 900)
-        while not Path(job["wait_file"]).exists() and time.monotonic() < deadline:
-            time.sleep(0.005)
+        wait_until(Path(job["wait_file"]).exists, job.get("wait_timeout_s", 900), poll_s=0.005)
     channel.send("mark", phase="released")
     clock = Clock(torch, device)
     _warm_process(torch, device, clock, work)
