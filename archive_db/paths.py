@@ -17,14 +17,19 @@ from pathlib import Path
 ENV_VAR = "KERNEL_ARCHIVE_DB"
 
 
+def user_data_folder() -> Path:
+    """The per-user data folder that holds the default archive and the demo archive."""
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("kernel-archive", appauthor=False))
+
+
 def default_db_path() -> Path:
     """The archive file used when no ``--db`` is given."""
     override = os.environ.get(ENV_VAR)
     if override:
         return Path(override).expanduser()
-    from platformdirs import user_data_dir
-
-    return Path(user_data_dir("kernel-archive", appauthor=False)) / "archive.duckdb"
+    return user_data_folder() / "archive.duckdb"
 
 
 def resolve_db_path(db: str | os.PathLike[str] | None) -> Path:

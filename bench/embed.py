@@ -91,7 +91,7 @@ def encode_only(args: argparse.Namespace) -> dict[str, Any]:
     from embeddings.knn import knn_graph, top_k
     from embeddings.layout import fit_layout, layout_neighbours, place
     from embeddings.normalise import normalise
-    from embeddings.profile import combine
+    from embeddings.pipeline import embed_texts
 
     sample = Path(args.sample)
     spec = EncoderSpec.resolve(args.model, args.device, args.precision)
@@ -105,7 +105,7 @@ def encode_only(args: argparse.Namespace) -> dict[str, Any]:
     normalise_s = time.perf_counter() - started
     unique = list(dict.fromkeys(texts))
     started = time.perf_counter()
-    vectors = combine(encoder.encode(unique), unique)
+    vectors = embed_texts(encoder, unique)
     encode_s = time.perf_counter() - started
     started = time.perf_counter()
     graph = knn_graph(vectors, max(layout_neighbours(len(unique)), 11))
@@ -115,8 +115,7 @@ def encode_only(args: argparse.Namespace) -> dict[str, Any]:
     umap_s = time.perf_counter() - started
     new = list(resampled_rows(INCREMENT, seed=1, first_uid=10_000_000, sample=sample))
     started = time.perf_counter()
-    new_texts = [normalise(r["CUDA_Code"], "cuda-binding") for r in new]
-    new_vectors = combine(encoder.encode(new_texts), new_texts)
+    new_vectors = embed_texts(encoder, [normalise(r["CUDA_Code"], "cuda-binding") for r in new])
     top_k(new_vectors, np.concatenate([vectors, new_vectors]), 10)
     place(reducer, new_vectors)
     incremental_s = time.perf_counter() - started

@@ -117,8 +117,8 @@ def main() -> None:
     from embeddings.encoder import Encoder, EncoderSpec
     from embeddings.knn import knn_graph
     from embeddings.layout import fit_layout
-    from embeddings.normalise import NORMALISER, NORMALISERS, PROFILED, RAW, TEXT_ONLY
-    from embeddings.profile import combine
+    from embeddings.normalise import NORMALISER, NORMALISERS, RAW, TEXT_ONLY
+    from embeddings.pipeline import embed_texts
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "quality.duckdb"
@@ -143,9 +143,7 @@ def main() -> None:
         texts = [normalise(code, form) for _, code, form, _, _ in kernels]
         normalise_s = time.perf_counter() - started
         started = time.perf_counter()
-        vectors = encoder.encode(texts)
-        if normaliser in PROFILED:
-            vectors = combine(vectors, texts)
+        vectors = embed_texts(encoder, texts, normaliser)
         encode_s = time.perf_counter() - started
         if normaliser == NORMALISER and spec is default:
             normalised_vectors = vectors

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -111,6 +111,14 @@ class _Timer:
             self.report.seconds[step] = round(self.report.seconds.get(step, 0.0) + time.perf_counter() - started, 3)
 
 
+def embed_texts(encoder: Encoder, texts: list[str], normaliser: str = NORMALISER,
+                advance: Callable[[int], None] | None = None) -> np.ndarray:
+    """The vectors stored for texts normalised by ``normaliser``: the encoder's, with the operator profile
+    appended for the normalisers that carry one (``PROFILED``)."""
+    vectors = encoder.encode(texts, advance=advance)
+    return combine(vectors, texts) if normaliser in PROFILED else vectors
+
+
 def encode_missing(
     con: duckdb.DuckDBPyConnection,
     encoder: Encoder,
@@ -157,10 +165,7 @@ def encode_missing(
         con.unregister("_wanted_hashes")
     missing = [h for h in texts if h not in cached]
     progress.start(f"encoding with {model}", total=len(missing))
-    missing_texts = [texts[h] for h in missing]
-    vectors = encoder.encode(missing_texts, advance=progress.advance)
-    if normaliser in PROFILED:
-        vectors = combine(vectors, missing_texts)
+    vectors = embed_texts(encoder, [texts[h] for h in missing], normaliser, advance=progress.advance)
     with _transaction(con):
         if missing:
             dim = vectors.shape[1]

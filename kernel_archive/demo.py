@@ -14,14 +14,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from archive_db.paths import default_db_path
+from archive_db.paths import user_data_folder
 
 
 def demo_db_path() -> Path:
     """Where the demo archive lives: ``demo.duckdb`` in the per-user data folder."""
-    from platformdirs import user_data_dir
-
-    return Path(user_data_dir("kernel-archive", appauthor=False)) / "demo.duckdb"
+    return user_data_folder() / "demo.duckdb"
 
 
 def build_demo(path: str | os.PathLike[str] | None = None, *, embed: bool = True, rebuild: bool = False) -> tuple[Path, str]:
@@ -65,5 +63,3 @@ def _embed(path: Path) -> str:
         return f"no embeddings ({error})"
     return f"{report.encoded} kernels embedded, map fitted"
 
-
-__all__ = ["build_demo", "default_db_path", "demo_db_path"]
