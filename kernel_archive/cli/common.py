@@ -52,6 +52,9 @@ CategoryOption = Annotated[list[str] | None, typer.Option("--category", help="Ta
 TagOption = Annotated[
     list[str] | None, typer.Option("--tag", help="Strategy tag the kernel must carry (repeatable).")
 ]
+HandWrittenOption = Annotated[
+    bool, typer.Option("--hand-written", help="Exclude kernels that call ATen/cuBLAS/cuDNN/CUTLASS (the library-call tag).")
+]
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:

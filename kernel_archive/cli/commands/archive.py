@@ -11,6 +11,7 @@ from kernel_archive.cli.common import (
     CategoryOption,
     DbOption,
     GpuOption,
+    HandWrittenOption,
     JsonOption,
     LevelOption,
     SourceOption,
@@ -177,9 +178,7 @@ def leaderboard(
     include_incorrect: Annotated[
         bool, typer.Option("--include-incorrect", help="Rank incorrect measurements too.")
     ] = False,
-    hand_written: Annotated[
-        bool, typer.Option("--hand-written", help="Exclude kernels that call ATen/cuBLAS/cuDNN/CUTLASS.")
-    ] = False,
+    hand_written: HandWrittenOption = False,
     include_rejected: Annotated[
         bool,
         typer.Option(

@@ -11,6 +11,7 @@ from kernel_archive.cli.common import (
     CategoryOption,
     DbOption,
     GpuOption,
+    HandWrittenOption,
     JsonOption,
     LevelOption,
     SourceOption,
@@ -64,9 +65,7 @@ def export(
     gpu: GpuOption = None,
     category: CategoryOption = None,
     tag: TagOption = None,
-    hand_written: Annotated[
-        bool, typer.Option("--hand-written", help="Only kernels without the library-call tag (no cuBLAS/ATen).")
-    ] = False,
+    hand_written: HandWrittenOption = False,
     min_speedup: Annotated[
         float | None, typer.Option(help="Only kernels whose best correct speedup is at least this.")
     ] = None,
