@@ -14,9 +14,11 @@ Kernels whose code is byte-identical to an earlier one are dropped first (CUDA-L
 file for H100 and A100; such twins would sit at distance 0 and inflate both shares). Variants:
 
 - ``raw``: the code as released, same encoder settings as the default (first 64 tokens, int8 on CPU);
-- ``normalised text``: the normaliser's text alone (``kernel-code-v2-text``), same encoder settings;
-- ``normalised``: what ``kernel-archive embed`` stores (``kernel-code-v2``): that text's vector with the
-  operator profile of its summary appended (``embeddings.profile``);
+- ``normalised text``: the normaliser's text alone (``kernel-code-v3-text``), same encoder settings;
+- ``text + operators``: that text's vector with the operator profile appended, operator families left out;
+- ``normalised``: what ``kernel-archive embed`` stores (``kernel-code-v3+ops-...``): that text's vector
+  with the full operator profile of its summary appended (``embeddings.profile``), families included
+  (they come from the taxonomy's operator lists, the same lists that give tasks their category);
 - ``raw-fp32-256`` (unless --quick): raw code with the model's own settings (256 tokens, float32),
   the baseline the issue quotes (about 0.86 on CUDA-L1).
 
@@ -118,7 +120,8 @@ def main() -> None:
     from embeddings.knn import knn_graph
     from embeddings.layout import fit_layout
     from embeddings.normalise import NORMALISER, NORMALISERS, RAW, TEXT_ONLY
-    from embeddings.pipeline import embed_texts
+    from embeddings.profile import combine
+    from embeddings.vectors import embed_texts
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "quality.duckdb"
@@ -155,6 +158,13 @@ def main() -> None:
             "encode_per_s": len(texts) / encode_s,
             "model": spec.key,
         }
+        if normaliser == TEXT_ONLY:
+            without_families = combine(vectors, texts, families=False)
+            results["text + operators"] = {
+                **results[label],
+                "same_category": neighbour_shares(without_families, categories),
+                "same_task": neighbour_shares(without_families, tasks),
+            }
     assert normalised_vectors is not None
     started = time.perf_counter()
     fit_layout(normalised_vectors, knn_graph(normalised_vectors, 15))
@@ -189,6 +199,8 @@ def main() -> None:
         "same_task_k10": results["normalised"]["same_task"],
         "same_category_k10_text_only": results["normalised text"]["same_category"],
         "same_task_k10_text_only": results["normalised text"]["same_task"],
+        "same_category_k10_no_families": results["text + operators"]["same_category"],
+        "same_task_k10_no_families": results["text + operators"]["same_task"],
         "same_category_k10_chance": chance_share(categories),
         "same_task_k10_chance": chance_share(tasks),
         "same_category_k10_ceiling": ceiling_share(categories),

@@ -2,15 +2,17 @@
 
 A small sentence encoder reads only the first 128-256 tokens of its input, and the first 256 tokens of a
 ``.cu`` file are includes, macros and input checks that every kernel shares. ``normalise`` rebuilds the
-text so that those tokens carry the kernel: a summary (``ModelNew``'s docstrings, the torch operators it
-calls, the ``__global__`` kernel names, the layers it builds, the binding's docstring), then ``ModelNew``'s
-forward and __init__, the ``__global__`` kernel bodies, the host code with its ``<<<...>>>`` launches, the
-``__device__`` helpers and the rest. Comments, ``#include``/``#define`` lines, ``TORCH_CHECK``/``CHECK_*``
-input checks and launch-error checks are dropped, docstrings are moved to the summary, and whitespace is
-collapsed. docs/embeddings.md describes it in full.
+text so that those tokens carry the kernel: a summary (``ModelNew``'s docstrings, its argument names, the
+torch operators it calls, the ``__global__`` kernel names, the layers it builds, the binding's docstring),
+then ``ModelNew``'s forward and __init__, the ``__global__`` kernel bodies, the host code with its
+``<<<...>>>`` launches, the ``__device__`` helpers and the rest. Comments, ``#include``/``#define``
+lines, ``TORCH_CHECK``/``CHECK_*`` input checks and launch-error checks are dropped, docstrings are moved
+to the summary, and whitespace is collapsed. docs/embeddings.md describes it in full.
 
-The result is versioned by ``NORMALISER``; vectors are cached per (content hash, model, normaliser), so
-changing the rules means bumping the version.
+The result is versioned by ``VERSION``; vectors are cached per (content hash, model, normaliser), so
+changing the rules means bumping it. ``NORMALISER``, the default, is that version plus the operator
+profile's key (``embeddings.profile.PROFILE_KEY``), which changes with the profile's settings and the
+taxonomy's operator lists.
 
 Example:
     >>> normalise("#include <cuda.h>\\n__global__ void add_kernel(float* x) { x[0] += 1; }", "cuda-binding")
@@ -25,11 +27,13 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from embeddings.profile import PROFILE_KEY
 from embeddings.source import PYTHON_FORMS, embedded_cuda, matching_brace, strip_comments, strip_cpp_comments
 from embeddings.taxonomy import load_taxonomy, operators_in
 
-NORMALISER = "kernel-code-v2"
-TEXT_ONLY = "kernel-code-v2-text"
+VERSION = "kernel-code-v3"
+NORMALISER = f"{VERSION}+{PROFILE_KEY}"
+TEXT_ONLY = f"{VERSION}-text"
 RAW = "raw"
 MAX_CHARS = 2400
 MAX_DOC_CHARS = 600
@@ -67,6 +71,12 @@ _OPERATOR_NOISE = load_taxonomy().ignore | frozenset({
     "kaiming_normal_", "kaiming_uniform_", "xavier_normal_", "xavier_uniform_", "trunc_normal_", "normal_",
     "constant_", "zeros_", "ones_", "orthogonal_", "load_state_dict", "state_dict", "get_device_properties",
     "set_stream", "current_device", "device_count", "is_initialized", "makedirs", "exists",
+})
+# Modules whose functions are not tensor operators: ``math.sqrt(5)`` in a weight initialiser is not a sqrt.
+_NOT_TENSOR_MODULES = frozenset({
+    "math", "np", "numpy", "os", "sys", "time", "random", "ctypes", "subprocess", "tempfile", "hashlib",
+    "warnings", "logging", "functools", "itertools", "re", "json", "pathlib", "Path", "shutil", "threading",
+    "gc", "atexit", "importlib",
 })
 # nn.* constructors that hold or group modules rather than compute; left out of the "layers:" summary.
 _LAYER_NOISE = frozenset({"Parameter", "ParameterList", "ParameterDict", "ModuleList", "ModuleDict", "Sequential",
@@ -210,6 +220,7 @@ class _PythonParts:
     layers: list[str] = field(default_factory=list)
     operators: list[str] = field(default_factory=list)
     docs: str = ""
+    arguments: list[str] = field(default_factory=list)
     unparsed: str = ""
 
 
@@ -224,12 +235,16 @@ def _python_parts(code: str) -> _PythonParts:
     operators: list[str] = []
     for node in tree.body:
         if isinstance(node, ast.ClassDef):
-            operators.extend(operators_in(node, _OPERATOR_NOISE))
+            operators.extend(operators_in(node, _OPERATOR_NOISE, _NOT_TENSOR_MODULES))
         if isinstance(node, ast.ClassDef) and node.name == "ModelNew":
             parts.layers = _layers(node)
             methods = {m.name: m for m in node.body if isinstance(m, ast.FunctionDef)}
             docs = [ast.get_docstring(node)] + [ast.get_docstring(methods[m]) for m in ("forward",) if m in methods]
             parts.docs = _WHITESPACE.sub(" ", " ".join(d for d in docs if d)).strip()
+            parts.arguments = list(dict.fromkeys(
+                a.arg for name in ("__init__", "forward") if name in methods
+                for a in methods[name].args.args + methods[name].args.kwonlyargs if a.arg != "self"
+            ))
             parts.model.extend(methods.pop(name) for name in ("forward", "__init__") if name in methods)
             parts.rest[:0] = list(methods.values())
         elif isinstance(node, ast.FunctionDef | ast.ClassDef) and node.name not in ("get_inputs", "get_init_inputs"):
@@ -261,9 +276,10 @@ def _bounded(pieces: Iterable[str], max_chars: int) -> str:
 def normalise(code: str, form: str, max_chars: int = MAX_CHARS) -> str:
     """The text embedded for a kernel: description and summary, then the distinguishing code.
 
-    Order: ModelNew's docstrings (what the kernel says it computes), the operators ModelNew calls, the
-    kernel names / layers / binding docstrings, then the code (ModelNew forward and __init__, kernel
-    bodies, host code, device helpers, binding, the rest); at most ``max_chars`` characters.
+    Order: ModelNew's docstrings (what the kernel says it computes), the argument names of its
+    ``__init__`` and ``forward``, the operators ModelNew calls, the kernel names / layers / binding
+    docstrings, then the code (ModelNew forward and __init__, kernel bodies, host code, device helpers,
+    binding, the rest); at most ``max_chars`` characters.
     """
     cuda = _CudaParts()
     python = _PythonParts()
@@ -276,6 +292,8 @@ def normalise(code: str, form: str, max_chars: int = MAX_CHARS) -> str:
     summary = []
     if python.docs:
         summary.append(python.docs[:MAX_DOC_CHARS])
+    if python.arguments:
+        summary.append("args: " + " ".join(python.arguments))
     if python.operators:
         summary.append("ops: " + " ".join(python.operators))
     if cuda.kernel_names:

@@ -133,8 +133,9 @@ def _attribute_root(node: ast.expr) -> str | None:
 
 
 class _OperatorVisitor(ast.NodeVisitor):
-    def __init__(self, ignore: frozenset[str]) -> None:
+    def __init__(self, ignore: frozenset[str], skip_modules: frozenset[str] = frozenset()) -> None:
         self.ignore = ignore
+        self.skip_modules = skip_modules
         self.operators: list[str] = []
         self.layer_count = 0
         self.uses_containers = False
@@ -164,21 +165,37 @@ class _OperatorVisitor(ast.NodeVisitor):
                 if func.attr[:1].isupper() and root in ("nn", "torch") and lowered not in self.ignore | _CONTAINERS:
                     self.layer_count += 1
                 self._add(func.attr)
-            elif root != "self" or isinstance(func.value, ast.Attribute):
+            elif root not in self.skip_modules and (root != "self" or isinstance(func.value, ast.Attribute)):
                 self._add(func.attr)
         self.generic_visit(node)
 
 
-def operators_in(node: ast.AST, ignore: frozenset[str] | None = None) -> list[str]:
+def operators_in(
+    node: ast.AST, ignore: frozenset[str] | None = None, skip_modules: frozenset[str] = frozenset()
+) -> list[str]:
     """Operators used under ``node`` (nn layers built, torch/F calls, tensor methods, ``@``), outermost first.
 
+    Calls on a name in ``skip_modules`` (``math.sqrt(5)``) are not read as tensor methods.
+
     Example:
-        >>> operators_in(ast.parse("y = F.relu(self.fc(x)).sum(1)"))
+        >>> operators_in(ast.parse("y = F.relu(self.fc(x)).sum(1) * math.sqrt(2)"), skip_modules=frozenset({"math"}))
         ['sum', 'relu']
     """
-    visitor = _OperatorVisitor(load_taxonomy().ignore if ignore is None else ignore)
+    visitor = _OperatorVisitor(load_taxonomy().ignore if ignore is None else ignore, skip_modules)
     visitor.visit(node)
     return list(dict.fromkeys(visitor.operators))
+
+
+@cache
+def operator_family(operator: str, taxonomy: Taxonomy | None = None) -> str | None:
+    """The category whose rule lists ``operator`` among its ``any`` operators (first by priority), if one does.
+
+    Example:
+        >>> operator_family("convtranspose3d"), operator_family("gru"), operator_family("permute")
+        ('transposed convolution', 'recurrent', None)
+    """
+    rules = (taxonomy or load_taxonomy()).rules
+    return next((r.name for r in rules if any(p.fullmatch(operator) for p in r.any)), None)
 
 
 def _forward_args(tree: ast.Module) -> list[str]:

@@ -77,3 +77,18 @@ def test_broken_python_still_normalises() -> None:
 def test_normaliser_is_versioned_and_raw_is_the_identity() -> None:
     assert NORMALISER.startswith("kernel-code-v")
     assert raw("#include <x>\nint a;", "cuda-binding") == "#include <x>\nint a;"
+
+
+def test_model_new_argument_names_come_before_its_operators(cuda_l1_rows: list[dict[str, Any]]) -> None:
+    text = normalise(cuda_l1_record(cuda_l1_rows, 1, 64)["custom_code"], "model-new")  # ConvTranspose1d
+    summary = text[: text.index("def forward")]
+    assert "args: in_channels out_channels kernel_size stride padding output_padding groups bias x |" in summary
+    assert summary.index("args:") < summary.index("ops: conv_transpose1d")
+
+
+def test_math_module_calls_are_not_tensor_operators(cuda_l1_rows: list[dict[str, Any]]) -> None:
+    code = cuda_l1_record(cuda_l1_rows, 1, 64)["custom_code"]
+    assert "math.sqrt(5)" in code
+    ops = normalise(code, "model-new").split("ops: ", 1)[1].split(" |", 1)[0].split()
+    assert "sqrt" not in ops and "conv_transpose1d" in ops
+    assert "ops: sqrt" in normalise("class ModelNew:\n    def forward(self, x):\n        return torch.sqrt(x)", "model-new")

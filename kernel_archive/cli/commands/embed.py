@@ -19,8 +19,9 @@ from kernel_archive.cli.common import (
 EMBED_HELP = """Embed every kernel's code, find related kernels and lay out the 2-D code map.
 
 Normalises each kernel (kernel bodies, launches and forward first; includes, macros, input checks and
-comments dropped: see docs/embeddings.md), encodes only what has no cached vector for this model, then
-updates the `neighbours` table (10 nearest kernels, cosine distance) and the UMAP map. Kernels added
+comments dropped: see docs/embeddings.md), encodes only what has no cached vector for this model, appends
+an operator profile (the operators the kernel builds and calls, their taxonomy families, its kernel and
+argument names), then updates the `neighbours` table (10 nearest kernels, cosine distance) and the UMAP map. Kernels added
 since the map was fitted are placed on it with the stored model's transform; --fresh-layout refits.
 
 The explorer only reads what this command stores: it never computes embeddings or layouts itself.
