@@ -91,7 +91,7 @@ def encode_only(args: argparse.Namespace) -> dict[str, Any]:
     from embeddings.knn import knn_graph, top_k
     from embeddings.layout import fit_layout, layout_neighbours, place
     from embeddings.normalise import normalise
-    from embeddings.pipeline import embed_texts
+    from embeddings.vectors import embed_texts
 
     sample = Path(args.sample)
     spec = EncoderSpec.resolve(args.model, args.device, args.precision)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -51,8 +51,8 @@ from embeddings.layout import (
     prewarm,
     umap_params,
 )
-from embeddings.normalise import NORMALISER, NORMALISERS, PROFILED
-from embeddings.profile import combine
+from embeddings.normalise import NORMALISER, NORMALISERS
+from embeddings.vectors import embed_texts
 from ingest.progress import NullProgress, Progress
 
 NEIGHBOURS_K = 10
@@ -109,14 +109,6 @@ class _Timer:
             yield
         finally:
             self.report.seconds[step] = round(self.report.seconds.get(step, 0.0) + time.perf_counter() - started, 3)
-
-
-def embed_texts(encoder: Encoder, texts: list[str], normaliser: str = NORMALISER,
-                advance: Callable[[int], None] | None = None) -> np.ndarray:
-    """The vectors stored for texts normalised by ``normaliser``: the encoder's, with the operator profile
-    appended for the normalisers that carry one (``PROFILED``)."""
-    vectors = encoder.encode(texts, advance=advance)
-    return combine(vectors, texts) if normaliser in PROFILED else vectors
 
 
 def encode_missing(
