@@ -15,9 +15,12 @@ Example:
 
 from __future__ import annotations
 
+import importlib
 import pickle
 import warnings
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import cache
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -27,6 +30,30 @@ from embeddings.knn import ExactCosineIndex, KnnGraph, unit
 N_NEIGHBOURS = 15
 MIN_DIST = 0.1
 MIN_POINTS = 4
+_UMAP_MODULES = ("umap.umap_", "umap.layouts", "umap.utils", "umap.distances", "umap.sparse", "umap.spectral")
+
+
+@cache
+def import_umap() -> ModuleType:
+    """``umap``, imported quietly, with numba's on-disk cache switched on for its compiled functions.
+
+    UMAP asks numba to cache almost none of its functions, so every process compiled ``transform``
+    afresh: seconds of an incremental ``embed`` that places 100 kernels. ``Dispatcher.enable_caching``
+    is what ``@njit(cache=True)`` itself calls; numba keys the cache on the source file and its own
+    version, and writes it next to the module (or in the user's cache folder when that is read-only).
+    """
+    from numba.core.caching import NullCache
+    from numba.core.dispatcher import Dispatcher
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        umap = importlib.import_module("umap")
+        for name in _UMAP_MODULES:
+            for value in vars(importlib.import_module(name)).values():
+                if isinstance(value, Dispatcher) and isinstance(value._cache, NullCache):
+                    value.enable_caching()
+    return umap
+
 
 def layout_neighbours(n: int) -> int:
     """UMAP's n_neighbors for ``n`` points: 15, or fewer for tiny archives."""
@@ -57,10 +84,9 @@ def fit_layout(vectors: np.ndarray, graph: KnnGraph, seed: int | None = None) ->
     params = umap_params(n, seed)
     k = params["n_neighbors"]
     index = graph.search_index if graph.search_index is not None else ExactCosineIndex(vectors)
+    umap = import_umap()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        import umap
-
         reducer = umap.UMAP(
             **params,
             precomputed_knn=(graph.indices[:, :k], graph.distances[:, :k], index),
@@ -83,12 +109,11 @@ def prewarm(blob: bytes, dim: int) -> Future[Any]:
 
     Unpickling a 30k-point reducer and numba's first compile of ``transform`` take seconds, and need
     nothing but the blob: started before encoding, they overlap with loading and running the encoder
-    (LLVM and torch both release the GIL). ``umap`` is imported here, in the caller's thread, so the
-    two threads never import the same modules at once.
+    (LLVM and torch both release the GIL); from the second process on, numba's cache (``import_umap``)
+    turns the compile into a load. ``umap`` is imported here, in the caller's thread, so the two
+    threads never import the same modules at once.
     """
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        import umap  # noqa: F401
+    import_umap()
 
     def load_and_compile() -> Any:
         reducer = load_reducer(blob)
@@ -109,8 +134,7 @@ def dump_reducer(reducer: Any) -> bytes:
 
 def load_reducer(blob: bytes) -> Any:
     """A reducer stored by :func:`dump_reducer` (only ever one this archive wrote itself)."""
+    import_umap()  # registers the classes pickle needs
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        import umap  # noqa: F401  (registers the classes pickle needs)
-
         return pickle.loads(blob)
