@@ -321,6 +321,7 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
     log: list[str] = []
     python = [sys.executable, script]
     t_start = time.monotonic()
+    marks: list[tuple[float, str]] = []
     # The parent needs torch only to read the references; importing it now overlaps the compile step.
     threading.Thread(target=_import_torch, daemon=True).start()
     try:
@@ -385,6 +386,7 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
         if runner is not None:
             ev.run = runner.wait(args.run_timeout + (time.monotonic() - t_start))
             log.append(f"run: rc={ev.run.returncode} {ev.run.seconds:.1f}s\n{ev.run.log_tail[-3000:]}")
+            marks.append((time.monotonic(), "run-collected"))
             ev.outputs = _load_outputs(runner.blobs, ev.run)
             ev.shape_out = _load_blob_list(runner.blobs.get("out-shape"))
             ev.init_out = _load_blob_list(runner.blobs.get("out-init"))
@@ -408,9 +410,11 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
                     role="sanitize", env=env | {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}, cwd=cand_dir,
                     blobs=True).wait(args.run_timeout * 4)
                 log.append(f"sanitize: rc={ev.sanitizer.returncode}\n{ev.sanitizer.log_tail[-3000:]}")
+        marks.append((time.monotonic(), "evidence-loaded"))
         checks, speed = judge(ev)
         probe_right, probe_evidence = shape_probe(ev)
         init_right, init_evidence = init_probe(ev)
+        marks.append((time.monotonic(), "judged"))
         env_message = ev.trusted.first("env") or {}
         call = ev.run.first("call") if ev.run else None
         report.update(
@@ -437,7 +441,7 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
             notes=[m.get("message") for m in ev.trusted.all("note")],
             harness_seconds=time.monotonic() - t_start,
             step_seconds={r.role: r.seconds for r in (ev.trusted, ev.compile, ev.run, ev.sanitizer) if r},
-            timeline=timeline(t_start, [r for r in (ev.trusted, ev.compile, ev.run, ev.sanitizer) if r]),
+            timeline=timeline(t_start, [r for r in (ev.trusted, ev.compile, ev.run, ev.sanitizer) if r], marks),
             log="\n".join(log)[-20000:],
         )
         return report
@@ -454,16 +458,19 @@ def _import_torch() -> None:
         import torch  # noqa: F401
 
 
-def timeline(t_start: float, children: list[ChildReport]) -> list[list[Any]]:
-    """When each child message arrived and each child exited: ``[seconds since start, role, event]``, sorted.
+def timeline(t_start: float, children: list[ChildReport],
+             marks: list[tuple[float, str]] | None = None) -> list[list[Any]]:
+    """When each child message arrived, each child exited and the parent passed each mark, sorted.
+
+    Each event is ``[seconds since start, role, event]``; the parent's own marks have role ``parent``.
 
     Example:
         >>> child = ChildReport(role="run", messages=[{"kind": "mark", "phase": "warmed"}], received=[12.5],
         ...                     exited_at=13.0)
-        >>> timeline(10.0, [child])
-        [[2.5, 'run', 'mark:warmed'], [3.0, 'run', 'exit']]
+        >>> timeline(10.0, [child], [(13.5, "judged")])
+        [[2.5, 'run', 'mark:warmed'], [3.0, 'run', 'exit'], [3.5, 'parent', 'judged']]
     """
-    events: list[list[Any]] = []
+    events: list[list[Any]] = [[round(at - t_start, 3), "parent", name] for at, name in marks or []]
     for child in children:
         for message, at in zip(child.messages, child.received, strict=False):
             detail = message.get("phase") or message.get("which")
