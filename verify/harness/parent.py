@@ -547,6 +547,9 @@ def profile_report(args: argparse.Namespace, embedded: dict[str, Any], script: s
     env = scrubbed_environment(dict(os.environ), str(root))
     python = [sys.executable, script]
     job = {"device": "cuda", "weight_seed": 1234, "work": str(root), "warmup": 2, "calls": 5}
+    # Profiling runs candidate code and Nsight Compute's replays: the GPU is this script's alone meanwhile.
+    gate = GpuGate(os.environ.get("KA_GPU_GATE"))
+    gate.acquire()
     try:
         compile_job, profile_job = root / "compile-job.json", root / "profile-job.json"
         compile_job.write_text(json.dumps(job))
