@@ -42,6 +42,11 @@ def kernels_to_tag(con: Connection) -> list[tuple[str, str, str]]:
     ).fetchall()
 
 
+def tagged_kernels(con: Connection) -> set[str]:
+    """Ids of the kernels that have strategy tags."""
+    return {kernel_id for (kernel_id,) in con.execute("SELECT DISTINCT kernel_id FROM kernel_tags").fetchall()}
+
+
 def add_tags(con: Connection, tags: pa.Table) -> None:
     """Add ``kernel_tags`` rows (kernel_id, tag, line, evidence), keeping ones already there."""
     with staged(con, "_staged_tags", tags):

@@ -1,7 +1,7 @@
 """Running an adapter into the archive: one transaction per source, with a summary of what landed.
 
 Example:
-    >>> from ingest.adapter import IngestRequest
+    >>> from ingest.adapter import IngestRequest, KernelDerivation
     >>> summary = ingest_source("doc-runner.duckdb", "cuda-l2", IngestRequest(  # doctest: +SKIP
     ...     "cuda-l2", "../shared/data/cuda-l2"))
 """
@@ -24,7 +24,7 @@ from archive_db.settings import set_memory_limit
 from archive_db.sources import SourceIdentity, identity_conflict, source_identity
 from archive_db.transaction import Connection
 from archive_db.writer import ArchiveWriter
-from ingest.adapter import IngestRequest
+from ingest.adapter import IngestRequest, KernelDerivation
 from ingest.errors import SourceConflict
 from ingest.registry import get_adapter
 
@@ -129,11 +129,14 @@ def ingest_source(
     adapter_name: str,
     request: IngestRequest,
     post_write: Sequence[tuple[str, PostWrite]] = (),
+    derivation: KernelDerivation | None = None,
 ) -> IngestSummary:
     """Read ``request`` with the adapter and write it all, or nothing, into the archive ``db``.
 
     ``post_write`` hooks (name, function) run inside the same transaction after the rows land, e.g. the
     task taxonomy and strategy tags from ``embeddings``; the CLI wires them, so ingest imports neither.
+    ``derivation`` lets an adapter compute some of those hooks' rows while it reads (in its parser workers);
+    the hooks then find them done.
 
     Raises:
         ingest.errors.IngestError: bad input; nothing was written.
@@ -151,6 +154,8 @@ def ingest_source(
         set_memory_limit(con, INGEST_MEMORY_LIMIT)
         check_source_identity(con, request, adapter_name)
         request.known_profiles = _ProfileLookup(con)
+        if derivation is not None:
+            request.derivation, request.derived = derivation, derivation.done(con)
         writer.write(_source_row(request, adapter_name))
         for bundle in adapter.read(request):
             records += bundle.input_records

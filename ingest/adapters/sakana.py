@@ -38,7 +38,7 @@ import pyarrow as pa
 
 from archive_db.bundle import Bundle
 from archive_db.records import add_kernel, add_measurement, add_origin, add_task
-from ingest.adapter import Adapter, IngestRequest
+from ingest.adapter import Adapter, IngestRequest, KernelCode
 from ingest.checks import Where, check_ids, read_number, read_whole, require_records
 from ingest.errors import IngestError
 from ingest.limits import (
@@ -175,6 +175,20 @@ def profile_rows(jobs: Sequence[ParseJob], origin: str) -> dict[str, pa.Table] |
         raw = {kind: text for (_, kind, _), text in zip(PROFILE_COLUMNS, job.texts, strict=True) if kind in RAW_KEPT}
         columns.add(job.kernel_id, origin, ncu=parsed[0], clang_tidy=parsed[1], torch=parsed[2], raw=raw)
     return columns.tables()
+
+
+def batch_rows(
+    jobs: Sequence[ParseJob],
+    origin: str,
+    kernels: Sequence[KernelCode] = (),
+    derive: Callable[[Sequence[KernelCode]], dict[str, pa.Table]] | None = None,
+) -> dict[str, pa.Table] | tuple[int, str, str]:
+    """``profile_rows`` of ``jobs``, and the rows ``derive`` makes of ``kernels`` (the request's
+    ``KernelDerivation``, e.g. strategy tags): one batch's work for a parser worker."""
+    tables = profile_rows(jobs, origin) if jobs else {}
+    if isinstance(tables, tuple) or derive is None or not kernels:
+        return tables
+    return {**tables, **derive(kernels)}
 
 
 # ---- inputs ----
@@ -425,6 +439,8 @@ class _Pending:
     kernel_ids: list[str]
     wheres: list[dict[str, Any]]
     jobs: list[ParseJob]
+    kernels: list[KernelCode]
+    derive: Callable[[Sequence[KernelCode]], dict[str, pa.Table]] | None
     futures: list[Future[Any]] | None
     n_rows: int
 
@@ -441,7 +457,6 @@ def read(request: IngestRequest) -> Iterator[Bundle]:
     request.progress.start(f"{source}: reading {Path(origin).name if '://' not in origin else origin}",
                            total=total)
     builder = RowBuilder(source, request.gpu or DEFAULT_GPU, origin)
-    known = request.known_profiles
     n_rows = 0
     with _parser_pool(sum(p.rows if p.rows is not None else p.size_hint or 0 for p in parts)) as pool:
         pending: deque[_Pending] = deque()
@@ -449,7 +464,7 @@ def read(request: IngestRequest) -> Iterator[Bundle]:
             part_rows = 0
             for positions, rows in part.batches():
                 part_rows += len(rows)
-                pending.append(_start_batch(builder, part, positions, rows, pool, known, source))
+                pending.append(_start_batch(builder, part, positions, rows, pool, request))
                 if len(pending) > 1:
                     item = pending.popleft()
                     n_rows += item.n_rows
@@ -472,12 +487,13 @@ def _start_batch(
     positions: Sequence[int],
     rows: list[dict[str, Any]],
     pool: Executor | None,
-    known: Callable[[str, Sequence[str]], set[tuple[str, str]]] | None,
-    source: str,
+    request: IngestRequest,
 ) -> _Pending:
+    source = request.source_name
     bundle = Bundle(input_records=len(rows))
     wheres = [_where(part, position) for position in positions]
     kernel_ids = [builder.add_row(bundle, row, where) for row, where in zip(rows, wheres, strict=True)]
+    known = request.known_profiles
     have = known(source, kernel_ids) if known is not None else set()
     jobs = []
     for i, (row, kernel_id) in enumerate(zip(rows, kernel_ids, strict=True)):
@@ -486,16 +502,22 @@ def _start_batch(
         )
         if any(t is not None for t in texts):
             jobs.append(ParseJob(i, kernel_id, texts))  # type: ignore[arg-type]
+    derive = request.derivation.rows if request.derivation is not None else None
+    kernels: list[KernelCode] = []
+    if derive is not None:
+        kernels = [(kernel_id, row.get("CUDA_Code"), KERNEL_FORM) for row, kernel_id in zip(rows, kernel_ids, strict=True)
+                   if kernel_id not in request.derived and row.get("CUDA_Code") is not None]
     futures = None
-    if pool is not None and jobs:
-        half = (len(jobs) + 1) // 2
-        futures = [pool.submit(profile_rows, chunk, source) for chunk in (jobs[:half], jobs[half:]) if chunk]
-    return _Pending(bundle, kernel_ids, wheres, jobs, futures, len(rows))
+    if pool is not None and (jobs or kernels):
+        halves = [(jobs[: (len(jobs) + 1) // 2], kernels[: (len(kernels) + 1) // 2]),
+                  (jobs[(len(jobs) + 1) // 2 :], kernels[(len(kernels) + 1) // 2 :])]
+        futures = [pool.submit(batch_rows, chunk, source, codes, derive) for chunk, codes in halves if chunk or codes]
+    return _Pending(bundle, kernel_ids, wheres, jobs, kernels, derive, futures, len(rows))
 
 
 def _finish_batch(item: _Pending, source: str) -> Bundle:
     if item.futures is None:
-        outcomes = [profile_rows(item.jobs, source)]
+        outcomes = [batch_rows(item.jobs, source, item.kernels, item.derive)]
     else:
         outcomes = [future.result() for future in item.futures]
     for outcome in outcomes:
