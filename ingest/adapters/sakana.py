@@ -52,10 +52,10 @@ from ingest.workers import ctrl_c_held, init_worker
 from profiles import (
     ProfileError,
     parse_clang_tidy,
-    parse_ncu_dict,
     parse_torch_profile,
 )
 from profiles.columnar import ProfileColumns
+from profiles.ncu import ncu_rows
 
 HUB_ID = "SakanaAI/AI-CUDA-Engineer-Archive"
 HOMEPAGE = "https://huggingface.co/datasets/SakanaAI/AI-CUDA-Engineer-Archive"
@@ -78,7 +78,7 @@ MEASUREMENT_COLUMNS: dict[str, str] = {
 
 # (column, raw-profile kind, parser) of each profile column.
 PROFILE_COLUMNS: tuple[tuple[str, str, Callable[[str], Any]], ...] = (
-    ("NCU_Profile", "ncu", parse_ncu_dict),
+    ("NCU_Profile", "ncu", ncu_rows),
     ("Clang_Tidy", "clang-tidy", parse_clang_tidy),
     ("Torch_Profile", "torch", parse_torch_profile),
 )
@@ -173,7 +173,7 @@ def profile_rows(jobs: Sequence[ParseJob], origin: str) -> dict[str, pa.Table] |
             except ProfileError as error:
                 return job.index, column, str(error)
         raw = {kind: text for (_, kind, _), text in zip(PROFILE_COLUMNS, job.texts, strict=True) if kind in RAW_KEPT}
-        columns.add(job.kernel_id, origin, ncu=parsed[0], clang_tidy=parsed[1], torch=parsed[2], raw=raw)
+        columns.add(job.kernel_id, origin, ncu_rows=parsed[0], clang_tidy=parsed[1], torch=parsed[2], raw=raw)
     return columns.tables()
 
 
@@ -350,16 +350,11 @@ class RowBuilder:
     def _locate(self, where: dict[str, Any]) -> Where:
         return Where(self.source, where["location"], line=where.get("line"), row=where.get("row"))
 
-    def _int(self, value: Any, where: dict[str, Any], column: str) -> int | None:
-        return read_whole(value, self._locate(where), column)
-
-    def _float(self, value: Any, where: dict[str, Any], column: str) -> float | None:
-        return read_number(value, self._locate(where), column)
-
     def add_row(self, bundle: Bundle, row: dict[str, Any], where: dict[str, Any]) -> str:
         """Add the task, kernel and measurement of ``row``; returns the kernel id."""
         source, location = self.source, where["location"]
         at = {"line": where.get("line"), "row": where.get("row")}
+        here = self._locate(where)
         texts = {
             column: check_text(row.get(column), source, location, column=column, required=required, **at)
             for column, required in (("Op_Name", True), ("Kernel_Name", True), ("CUDA_Code", True),
@@ -367,9 +362,9 @@ class RowBuilder:
         }
         for column in ("Error", "NCU_Profile", "Clang_Tidy", "Torch_Profile"):
             check_text(row.get(column), source, location, column=column, limit=MAX_PROFILE_BYTES, **at)
-        level = self._int(row.get("Level_ID"), where, "Level_ID")
-        problem_id = self._int(row.get("Task_ID"), where, "Task_ID")
-        check_ids(self._locate(where), {"level": "Level_ID", "problem_id": "Task_ID"}, level=level,
+        level = read_whole(row.get("Level_ID"), here, "Level_ID")
+        problem_id = read_whole(row.get("Task_ID"), here, "Task_ID")
+        check_ids(here, {"level": "Level_ID", "problem_id": "Task_ID"}, level=level,
                   problem_id=problem_id)
         correct = row.get("Correct")
         if correct is not None and not isinstance(correct, bool):
@@ -381,30 +376,30 @@ class RowBuilder:
         if task_id is None:
             task_id = add_task(bundle, source, texts["PyTorch_Code_Module"], level=level, problem_id=problem_id,
                                name=texts["Op_Name"], functional_code=texts["PyTorch_Code_Functional"],
-                               where=self._locate(where))
+                               where=here)
             self.tasks[task_key] = task_id
         name = texts["Kernel_Name"] or ""
         lineage = recover_lineage(name, row.get("Clang_Tidy"))
-        attributes = {"archive_index": self._int(row.get("__index_level_0__"), where, "__index_level_0__"),
+        attributes = {"archive_index": read_whole(row.get("__index_level_0__"), here, "__index_level_0__"),
                       **lineage.facts}
         kernel_id = add_kernel(bundle, source, task_id, name, KERNEL_FORM, texts["CUDA_Code"],
                                experiment=lineage.experiment, lineage=lineage.lineage,
                                lineage_step=lineage.step, attributes=attributes)
-        kernel_ms = self._float(row.get("CUDA_Runtime"), where, "CUDA_Runtime")
-        speedups = [self._float(row.get(c), where, c) for c in ("CUDA_Speedup_Native", "CUDA_Speedup_Compile")]
+        kernel_ms = read_number(row.get("CUDA_Runtime"), here, "CUDA_Runtime")
+        speedups = [read_number(row.get(c), here, c) for c in ("CUDA_Speedup_Native", "CUDA_Speedup_Compile")]
         if kernel_ms is None:
             speedups = [None, None]
         add_measurement(
             bundle, source, kernel_id,
-            where=self._locate(where), columns=MEASUREMENT_COLUMNS,
+            where=here, columns=MEASUREMENT_COLUMNS,
             origin=self.origin,
             gpu=self.gpu,
             correct=correct,
-            max_diff=self._float(row.get("Max_Diff"), where, "Max_Diff"),
+            max_diff=read_number(row.get("Max_Diff"), here, "Max_Diff"),
             error=row.get("Error"),
             kernel_ms=kernel_ms,
-            eager_ms=self._float(row.get("PyTorch_Native_Runtime"), where, "PyTorch_Native_Runtime"),
-            compile_ms=self._float(row.get("PyTorch_Compile_Runtime"), where, "PyTorch_Compile_Runtime"),
+            eager_ms=read_number(row.get("PyTorch_Native_Runtime"), here, "PyTorch_Native_Runtime"),
+            compile_ms=read_number(row.get("PyTorch_Compile_Runtime"), here, "PyTorch_Compile_Runtime"),
             speedup_eager=speedups[0],
             speedup_compile=speedups[1],
         )
