@@ -9,6 +9,8 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pyarrow as pa
 
 from archive_db.transaction import Connection, staged
@@ -42,9 +44,12 @@ def kernels_to_tag(con: Connection) -> list[tuple[str, str, str]]:
     ).fetchall()
 
 
-def tagged_kernels(con: Connection) -> set[str]:
-    """Ids of the kernels that have strategy tags."""
-    return {kernel_id for (kernel_id,) in con.execute("SELECT DISTINCT kernel_id FROM kernel_tags").fetchall()}
+def tagged_kernels(con: Connection, kernel_ids: Sequence[str]) -> set[str]:
+    """Those of ``kernel_ids`` that have strategy tags."""
+    rows = con.execute(
+        "SELECT DISTINCT kernel_id FROM kernel_tags WHERE kernel_id IN (SELECT unnest(?::VARCHAR[]))", [list(kernel_ids)]
+    ).fetchall()
+    return {kernel_id for (kernel_id,) in rows}
 
 
 def add_tags(con: Connection, tags: pa.Table) -> None:

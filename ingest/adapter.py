@@ -40,13 +40,13 @@ class KernelDerivation:
     take the ingest's main process a third of its time, and hold every kernel's code at once.
 
     ``rows(kernels)`` returns Arrow tables by archive table; it must be a module-level function, since it
-    is sent to worker processes. ``done(con)`` names the kernels that already hold such rows: the hook
-    would not compute theirs again, so neither does the adapter. The hook still runs after the ingest and
-    finds the rest done.
+    is sent to worker processes. ``done(con, kernel_ids)`` names those of the kernels that already hold
+    such rows: the hook would not compute theirs again, so neither does the adapter. The hook still runs
+    after the ingest and finds the rest done.
     """
 
     rows: Callable[[Sequence[KernelCode]], dict[str, pa.Table]]
-    done: Callable[[Connection], set[str]]
+    done: Callable[[Connection, Sequence[str]], set[str]]
 
 
 @dataclass
@@ -68,8 +68,9 @@ class IngestRequest:
     derivation: KernelDerivation | None = None
     """Rows to derive from each new kernel while reading (``KernelDerivation``); adapters without
     worker processes may ignore it, the post-write hook then computes them."""
-    derived: set[str] = field(default_factory=set)
-    """Set by the runner from ``derivation.done``: kernels whose derived rows the archive already holds."""
+    derived: Callable[[Sequence[str]], set[str]] | None = None
+    """Set by the runner with ``derivation``: ``derived(kernel_ids)`` -> those whose derived rows the archive
+    already holds (``derivation.done`` on the ingest's connection)."""
 
     @property
     def local_path(self) -> Path | None:

@@ -13,6 +13,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 from archive_db.bundle import Bundle
 from archive_db.connection import connect
@@ -155,7 +156,7 @@ def ingest_source(
         check_source_identity(con, request, adapter_name)
         request.known_profiles = _ProfileLookup(con)
         if derivation is not None:
-            request.derivation, request.derived = derivation, derivation.done(con)
+            request.derivation, request.derived = derivation, partial(derivation.done, con)
         writer.write(_source_row(request, adapter_name))
         for bundle in adapter.read(request):
             records += bundle.input_records

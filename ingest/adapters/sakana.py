@@ -500,8 +500,9 @@ def _start_batch(
     derive = request.derivation.rows if request.derivation is not None else None
     kernels: list[KernelCode] = []
     if derive is not None:
+        done = request.derived(kernel_ids) if request.derived is not None else set()
         kernels = [(kernel_id, row.get("CUDA_Code"), KERNEL_FORM) for row, kernel_id in zip(rows, kernel_ids, strict=True)
-                   if kernel_id not in request.derived and row.get("CUDA_Code") is not None]
+                   if kernel_id not in done and row.get("CUDA_Code") is not None]
     futures = None
     if pool is not None and (jobs or kernels):
         halves = [(jobs[: (len(jobs) + 1) // 2], kernels[: (len(kernels) + 1) // 2]),
