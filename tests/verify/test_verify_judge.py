@@ -678,3 +678,25 @@ def test_a_nan_reference_is_judged_by_its_finite_elements_and_matching_specials(
     holes[torch.isfinite(holes).nonzero()[0]] = float("nan")
     passed, reasons, _ = judge_outputs([holes], [rows64], [rows32], TOLERANCE)
     assert not passed and any("NaN/inf values where the reference is finite" in r for r in reasons)
+
+
+@pytest.mark.parametrize("how", ["fp32", "one-element", "special-values"])
+def test_judging_in_chunks_gives_the_same_result_as_judging_at_once(how: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from verify.harness import tensors
+    from verify.harness.judge import TOLERANCE
+
+    ref64, ref32, _, _ = _heavy_gemm()
+    out = ref32.clone()
+    if how == "one-element":
+        out.view(-1)[4097] += 10 * (1 + out.view(-1)[4097].abs())
+    elif how == "special-values":
+        ref64.view(-1)[:40:3] = float("nan")
+        ref32.view(-1)[100:120] = float("inf")
+        out.view(-1)[200:210] = float("inf")
+    whole = tensors.judge_output(out, ref64, ref32, TOLERANCE)
+    monkeypatch.setattr(tensors, "JUDGE_CHUNK", 3 * TOLERANCE["fp32_block"] + 5)
+    parts = tensors.judge_output(out, ref64, ref32, TOLERANCE)
+    assert parts.keys() == whole.keys()
+    for key, value in whole.items():
+        assert parts[key] == (value if isinstance(value, str) else pytest.approx(value, rel=1e-12, nan_ok=True)), key
+    assert parts["passed"] == (how == "fp32")
