@@ -700,3 +700,27 @@ def test_judging_in_chunks_gives_the_same_result_as_judging_at_once(how: str, mo
     for key, value in whole.items():
         assert parts[key] == (value if isinstance(value, str) else pytest.approx(value, rel=1e-12, nan_ok=True)), key
     assert parts["passed"] == (how == "fp32")
+
+
+def _negative_trial(ev: Evidence, index: int) -> None:
+    """Make trial ``index`` the relu of negative inputs: its reference (and an honest output) is all zeros."""
+    ev.refs[index] = {"ref64": [torch.zeros(64, 32, dtype=torch.float64)], "ref32": [torch.zeros(64, 32)]}
+    for variant in ("a", "b", "c"):
+        ev.outputs[(index, variant)] = [torch.zeros(64, 32)]
+
+
+def test_a_trial_whose_answer_is_trivial_does_not_weaken_the_whole_check() -> None:
+    ev = honest()
+    _negative_trial(ev, 2)
+    check = judge(ev)[0]["weak-check"]
+    assert check["verdict"] == "pass", check
+    assert "trial 2 (negative): a zero output would pass" in check["evidence"][0]
+
+
+def test_a_task_whose_answer_is_trivial_on_every_trial_is_a_weak_check() -> None:
+    ev = honest()
+    for t in TRIALS:
+        _negative_trial(ev, t["index"])
+    checks = judge(ev)[0]
+    assert checks["weak-check"]["verdict"] == "warn", checks["weak-check"]
+    assert "on every trial" in checks["weak-check"]["evidence"][0]
