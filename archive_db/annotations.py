@@ -9,6 +9,8 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pyarrow as pa
 
 from archive_db.transaction import Connection, staged
@@ -40,6 +42,14 @@ def kernels_to_tag(con: Connection) -> list[tuple[str, str, str]]:
         "SELECT k.kernel_id, k.code, k.form FROM kernels k WHERE k.code IS NOT NULL "
         "AND NOT EXISTS (SELECT 1 FROM kernel_tags g WHERE g.kernel_id = k.kernel_id)"
     ).fetchall()
+
+
+def tagged_kernels(con: Connection, kernel_ids: Sequence[str]) -> set[str]:
+    """Those of ``kernel_ids`` that have strategy tags."""
+    rows = con.execute(
+        "SELECT DISTINCT kernel_id FROM kernel_tags WHERE kernel_id IN (SELECT unnest(?::VARCHAR[]))", [list(kernel_ids)]
+    ).fetchall()
+    return {kernel_id for (kernel_id,) in rows}
 
 
 def add_tags(con: Connection, tags: pa.Table) -> None:

@@ -12,10 +12,12 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import json.encoder
 import re
 from typing import Any
 
 KEY_LENGTH = 16
+_json_string = json.encoder.encode_basestring  # what json.dumps(..., ensure_ascii=False) escapes strings with
 
 
 def sha256(text: str | bytes) -> str:
@@ -25,8 +27,20 @@ def sha256(text: str | bytes) -> str:
 
 
 def short_hash(*parts: Any) -> str:
-    """A 16-hex-digit key from any JSON-serialisable parts, order-sensitive."""
-    blob = json.dumps(parts, sort_keys=True, default=str, ensure_ascii=False, separators=(",", ":"))
+    """A 16-hex-digit key from any JSON-serialisable parts, order-sensitive.
+
+    Parts that are all strings (a kernel's key, with its whole code) are joined as ``json.dumps`` would
+    write them, each string escaped by the same function, without the encoder's general machinery.
+
+    Example:
+        >>> blob = json.dumps(["kernel", 'x = "1"\\n'], ensure_ascii=False, separators=(",", ":"))
+        >>> short_hash("kernel", 'x = "1"\\n') == hashlib.sha256(blob.encode()).hexdigest()[:KEY_LENGTH]
+        True
+    """
+    if all(type(part) is str for part in parts):
+        blob = "[" + ",".join(map(_json_string, parts)) + "]"
+    else:
+        blob = json.dumps(parts, sort_keys=True, default=str, ensure_ascii=False, separators=(",", ":"))
     return sha256(blob)[:KEY_LENGTH]
 
 

@@ -14,7 +14,11 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from archive_db.annotations import add_tags, delete_tags, kernels_to_tag, set_categories, tasks_to_categorise
 from archive_db.transaction import Connection
@@ -45,6 +49,30 @@ def categorise_tasks(con: Connection, redo: bool = False) -> int:
     return sum(1 for c in categories if c is not None)
 
 
+TAG_COLUMNS = {"kernel_id": pa.string(), "tag": pa.string(), "line": pa.int32(), "evidence": pa.string()}
+"""The ``kernel_tags`` columns and their Arrow types."""
+
+
+def tag_rows(kernels: Sequence[tuple[str, str | None, str]]) -> dict[str, pa.Table]:
+    """The ``kernel_tags`` rows of ``kernels`` (kernel_id, code, form), as one Arrow table by table name.
+
+    The ingest computes them with this in its parser workers (``ingest.adapter.KernelDerivation``), per batch
+    of new kernels; ``tag_archive`` with it for the kernels left untagged.
+
+    Example:
+        >>> tag_rows([("k1", "__global__ void f(float* __restrict__ x) {}", "cuda-binding")])["kernel_tags"].to_pylist()
+        [{'kernel_id': 'k1', 'tag': 'restrict', 'line': 1, 'evidence': '__global__ void f(float* __restrict__ x) {}'}]
+    """
+    columns: dict[str, list[Any]] = {name: [] for name in TAG_COLUMNS}
+    for kernel_id, found in tag_kernels(kernels).items():
+        for tag in found:
+            columns["kernel_id"].append(kernel_id)
+            columns["tag"].append(tag.tag)
+            columns["line"].append(tag.line)
+            columns["evidence"].append(tag.evidence)
+    return {"kernel_tags": pa.table({name: pa.array(columns[name], kind) for name, kind in TAG_COLUMNS.items()})}
+
+
 def tag_archive(con: Connection, redo: bool = False) -> tuple[int, int]:
     """Tag kernels that have code and no tags yet (all of them if ``redo``); returns (kernels, tags) added."""
     if redo:
@@ -52,25 +80,10 @@ def tag_archive(con: Connection, redo: bool = False) -> tuple[int, int]:
     rows = kernels_to_tag(con)
     if not rows:
         return 0, 0
-    tags = tag_kernels(rows)
-    kernel_ids, names, lines, evidence = [], [], [], []
-    for kernel_id, found in tags.items():
-        for tag in found:
-            kernel_ids.append(kernel_id)
-            names.append(tag.tag)
-            lines.append(tag.line)
-            evidence.append(tag.evidence)
-    if kernel_ids:
-        staged = pa.table(
-            {
-                "kernel_id": pa.array(kernel_ids, pa.string()),
-                "tag": pa.array(names, pa.string()),
-                "line": pa.array(lines, pa.int32()),
-                "evidence": pa.array(evidence, pa.string()),
-            }
-        )
+    staged = tag_rows(rows)["kernel_tags"]
+    if staged.num_rows:
         add_tags(con, staged)
-    return sum(1 for found in tags.values() if found), len(kernel_ids)
+    return pc.count_distinct(staged["kernel_id"]).as_py(), staged.num_rows
 
 
 def annotate(con: Connection, redo: bool = False) -> dict[str, int]:

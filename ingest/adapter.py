@@ -18,11 +18,35 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from archive_db.bundle import Bundle
 from archive_db.progress import NullProgress, Progress
 from archive_db.scores import ScoreKind
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from archive_db.transaction import Connection
+
+KernelCode = tuple[str, str | None, str]
+"""(kernel id, code, form) of one kernel."""
+
+
+@dataclass(frozen=True)
+class KernelDerivation:
+    """Rows a post-write hook would compute from each new kernel's code, computed instead while an adapter
+    reads (in its parser workers, where it has them), e.g. strategy tags: after the rows land they would
+    take the ingest's main process a third of its time, and hold every kernel's code at once.
+
+    ``rows(kernels)`` returns Arrow tables by archive table; it must be a module-level function, since it
+    is sent to worker processes. ``done(con, kernel_ids)`` names those of the kernels that already hold
+    such rows: the hook would not compute theirs again, so neither does the adapter. The hook still runs
+    after the ingest and finds the rest done.
+    """
+
+    rows: Callable[[Sequence[KernelCode]], dict[str, pa.Table]]
+    done: Callable[[Connection, Sequence[str]], set[str]]
 
 
 @dataclass
@@ -41,6 +65,12 @@ class IngestRequest:
     """Set by the runner: ``known_profiles(origin, kernel_ids)`` -> the (kernel id, kind) pairs whose profile
     of that kind (ncu, torch, clang-tidy) from ``origin`` the archive already holds, so an adapter need not
     parse it again."""
+    derivation: KernelDerivation | None = None
+    """Rows to derive from each new kernel while reading (``KernelDerivation``); adapters without
+    worker processes may ignore it, the post-write hook then computes them."""
+    derived: Callable[[Sequence[str]], set[str]] | None = None
+    """Set by the runner with ``derivation``: ``derived(kernel_ids)`` -> those whose derived rows the archive
+    already holds (``derivation.done`` on the ingest's connection)."""
 
     @property
     def local_path(self) -> Path | None:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ingest.adapter import IngestRequest
+from ingest.adapter import IngestRequest, KernelDerivation
 from ingest.runner import IngestSummary, ingest_source
 
 
@@ -28,10 +28,18 @@ def post_write_hooks() -> list[tuple[str, Callable[[Any], dict[str, int]]]]:
     return [("annotate", annotate)]
 
 
+def kernel_derivation() -> KernelDerivation:
+    """The hooks' per-kernel rows an adapter may compute while it reads: strategy tags."""
+    from archive_db.annotations import tagged_kernels
+    from embeddings.annotate import tag_rows
+
+    return KernelDerivation(tag_rows, tagged_kernels)
+
+
 def ingest_and_annotate(db: str | os.PathLike[str] | None, adapter_name: str, request: IngestRequest) -> IngestSummary:
     """Ingest ``request`` with the adapter ``adapter_name`` into ``db``, categorising tasks and tagging
     kernels in the same transaction (all of it, or nothing)."""
-    return ingest_source(db, adapter_name, request, post_write=post_write_hooks())
+    return ingest_source(db, adapter_name, request, post_write=post_write_hooks(), derivation=kernel_derivation())
 
 
 DemoSources = Sequence[tuple[str, str, str | None]]

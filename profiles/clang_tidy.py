@@ -64,31 +64,54 @@ _GENERATED = re.compile(r"(\d+) warnings?(?: and \d+ errors?)? generated")
 _SUPPRESSED = re.compile(r"Suppressed (\d+) warnings?")
 
 
+# Line breaks ``str.splitlines`` knows besides "\n": in text without them a line ends at "\n", so the last
+# line with a word is found from the end without splitting the whole text.
+_OTHER_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
+
+
+# ``_DIAGNOSTIC`` in two steps that find the same groups: its lazy file part makes the smallest file for
+# which the rest matches, which is the leftmost match of the rest from the second character on (a search
+# that jumps from colon to colon), about three times faster on the archive's long paths.
+_FILE_START = re.compile(r"[^\s|]")
+_LOCATED = re.compile(rf":(\d+):(\d+): ({_SEVERITY}): (.*)")
+_UNLOCATED = re.compile(rf"({_SEVERITY}): (.*)")
+
+
+def _diagnostic(line: str) -> tuple[str | None, str | None, str | None, str, str] | None:
+    """``_DIAGNOSTIC.match(line).groups()`` for one line (no line breaks in it), or None."""
+    if _FILE_START.match(line):
+        located = _LOCATED.search(line, 1)
+        if located is not None:
+            return line[: located.start()], located[1], located[2], located[3], located[4]
+    unlocated = _UNLOCATED.match(line)
+    return None if unlocated is None else (None, None, None, unlocated[1], unlocated[2])
+
+
+def _finding(file: str | None, line: str | None, column: str | None, severity: str, message: str) -> ClangTidyFinding:
+    message, check = message.rstrip("\r"), None
+    if message.endswith("]"):
+        start = message.rfind(" [")
+        if start >= 0 and _CHECK.fullmatch(message, start + 2, len(message) - 1):
+            message, check = message[:start], message[start + 2 : -1]
+    return ClangTidyFinding(
+        file=file,
+        line=int(line) if line else None,
+        column=int(column) if column else None,
+        severity=severity,
+        check=check,
+        message=message,
+    )
+
+
 def parse_clang_tidy_output(text: str) -> tuple[ClangTidyFinding, ...]:
     """The findings in clang-tidy's text output, in order."""
     findings = []
     for candidate in text.splitlines():
         if not candidate or candidate[0] in " \t|":
             continue
-        match = _DIAGNOSTIC.match(candidate)
-        if match is None:
-            continue
-        file, line, column, severity, message = match.groups()
-        message, check = message.rstrip("\r"), None
-        if message.endswith("]"):
-            start = message.rfind(" [")
-            if start >= 0 and _CHECK.fullmatch(message, start + 2, len(message) - 1):
-                message, check = message[:start], message[start + 2 : -1]
-        findings.append(
-            ClangTidyFinding(
-                file=file,
-                line=int(line) if line else None,
-                column=int(column) if column else None,
-                severity=severity,
-                check=check,
-                message=message,
-            )
-        )
+        groups = _diagnostic(candidate)
+        if groups is not None:
+            findings.append(_finding(*groups))
     return tuple(findings)
 
 
@@ -98,13 +121,35 @@ _WRAPPER = re.compile(
 )
 
 
+_ESCAPE = re.compile(r"\\(.)", re.DOTALL)
+_PLAIN_ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", "'": "'", '"': '"'}
+_OTHER_ESCAPE = re.compile(r"\\[^nt\\'\"]")
+
+
+def _string_value(token: str) -> str:
+    """The value of a quoted string token of ``_STRING``: the usual escapes (newline, tab, backslash, quotes)
+    replaced directly, anything else (``\\x``, ``\\N{...}``, NUL, lone surrogates) by ``ast.literal_eval``,
+    so the value is always the one it gives."""
+    body = token[1:-1]
+    if "\\" not in body and "\x00" not in body and body.isascii():
+        return body
+    if _OTHER_ESCAPE.search(body) is None and "\x00" not in body:
+        try:
+            body.encode("utf-8")
+        except UnicodeEncodeError:
+            pass
+        else:
+            return _ESCAPE.sub(lambda m: _PLAIN_ESCAPES[m[1]], body)
+    return quiet_literal_eval(token)
+
+
 def _wrapper(text: str) -> Any:
     """The archive's wrapper dict; its usual exact form is read without parsing the whole literal."""
     match = _WRAPPER.fullmatch(text)
     if match is None:
         return parse_literal(text)
     try:
-        stdout, stderr = (quiet_literal_eval(token) for token in (match[1], match[2]))
+        stdout, stderr = (_string_value(token) for token in (match[1], match[2]))
     except (ValueError, SyntaxError):
         return parse_literal(text)  # a bad escape: let the general reader report it
     return {"stdout": stdout, "stderr": stderr, "errored": {"True": True, "False": False}.get(match[3])}
@@ -112,6 +157,16 @@ def _wrapper(text: str) -> Any:
 
 def _last_int(pattern: re.Pattern[str], text: str, word: str) -> int | None:
     """The number in the last line that contains ``word`` and matches ``pattern``."""
+    if not any(br in text for br in _OTHER_BREAKS):
+        end = len(text)
+        while (hit := text.rfind(word, 0, end)) >= 0:
+            start = text.rfind("\n", 0, hit) + 1
+            stop = text.find("\n", hit)
+            match = pattern.search(text, start, len(text) if stop < 0 else stop)
+            if match:
+                return int(match[1])
+            end = start
+        return None
     for line in reversed([line for line in text.splitlines() if word in line]):
         match = pattern.search(line)
         if match:
@@ -140,10 +195,11 @@ def parse_clang_tidy(report: str | Mapping[str, Any]) -> ClangTidyReport:
         raise ProfileError("a clang-tidy report's stdout and stderr must be text")
     if errored is not None and not isinstance(errored, bool):
         raise ProfileError(f"a clang-tidy report's 'errored' must be True or False, got {errored!r}")
+    both = stderr + "\n" + stdout
     return ClangTidyReport(
         parse_clang_tidy_output(stdout) + parse_clang_tidy_output(stderr),
         errored=errored,
-        warnings_generated=_last_int(_GENERATED, stderr + "\n" + stdout, "generated"),
-        suppressed=_last_int(_SUPPRESSED, stderr + "\n" + stdout, "Suppressed"),
+        warnings_generated=_last_int(_GENERATED, both, "generated"),
+        suppressed=_last_int(_SUPPRESSED, both, "Suppressed"),
         stderr=stderr or None,
     )

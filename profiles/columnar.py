@@ -16,13 +16,13 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
 
 from profiles.clang_tidy import ClangTidyReport
-from profiles.ncu import NcuProfile
+from profiles.ncu import MetricRow, NcuProfile, RuleRow
 from profiles.store import RAW_KINDS
 from profiles.torch_profile import TorchEvent
 
@@ -69,11 +69,13 @@ class ProfileColumns:
         origin: str,
         *,
         ncu: NcuProfile | None = None,
+        ncu_rows: tuple[Sequence[MetricRow], Sequence[RuleRow]] | None = None,
         torch: Iterable[TorchEvent] | None = None,
         clang_tidy: ClangTidyReport | None = None,
         raw: Mapping[str, str | None] | None = None,
     ) -> None:
-        """Add the rows of each given profile of ``kernel_id`` (as ``store.add_profiles`` does).
+        """Add the rows of each given profile of ``kernel_id`` (as ``store.add_profiles`` does); an NCU
+        profile may come as ``ncu_rows`` (``profiles.ncu.ncu_rows``) instead of ``ncu``.
 
         Raises:
             ValueError: a ``raw`` kind outside RAW_KINDS.
@@ -86,6 +88,14 @@ class ProfileColumns:
             r = ncu.rules
             self._extend("ncu_rules", kernel_id, origin, len(r), {
                 "rule": [x.name for x in r], "type": [x.type for x in r], "description": [x.description for x in r]})
+        if ncu_rows is not None:
+            metric_rows, rule_rows = ncu_rows
+            if metric_rows:
+                self._extend("ncu_metrics", kernel_id, origin, len(metric_rows),
+                             dict(zip(("metric", "unit", "value", "variance", "n"), zip(*metric_rows, strict=True), strict=True)))
+            if rule_rows:
+                self._extend("ncu_rules", kernel_id, origin, len(rule_rows),
+                             dict(zip(("rule", "type", "description"), zip(*rule_rows, strict=True), strict=True)))
         events = list(torch or ())
         self._extend("torch_profile_events", kernel_id, origin, len(events), {
             "event": [e.name for e in events],

@@ -119,24 +119,57 @@ def _unquote(token: str) -> str | None:
     return None if token == "None" else token[1:-1]
 
 
-def _fast_ncu_dict(text: str) -> NcuProfile | None:
+MetricRow = tuple[str, "str | None", "float | None", "float | None", "int | None"]
+"""(name, unit, value, variance, n) of one metric, as ``NcuMetric`` holds them."""
+RuleRow = tuple[str, "str | None", "str | None"]
+"""(name, type, description) of one rule, as ``NcuRule`` holds them."""
+
+
+def _fast_ncu_items(text: str) -> tuple[dict[str, MetricRow], dict[str, RuleRow]] | None:
     match = _CANONICAL.fullmatch(text)
     if match is None:
         return None
-    metrics: dict[str, NcuMetric] = {}
+    metrics: dict[str, MetricRow] = {}
     for name, unit, value, variance, n in _METRIC_ITEM.findall(match[1] or ""):
         key = name[1:-1]
-        metrics[key] = NcuMetric(
+        metrics[key] = (
             key,
             _unquote(unit),
             None if value == "None" else _finite(float(value)),
             None if variance == "None" else _finite(float(variance)),
             None if n == "None" else int(n),
         )
-    rules: dict[str, NcuRule] = {}
+    rules: dict[str, RuleRow] = {}
     for name, type_, description in _RULE_ITEM.findall(match[2] or ""):
-        rules[name[1:-1]] = NcuRule(name[1:-1], _unquote(type_), _unquote(description))
-    return NcuProfile(tuple(metrics.values()), tuple(rules.values()))
+        rules[name[1:-1]] = (name[1:-1], _unquote(type_), _unquote(description))
+    return metrics, rules
+
+
+def _fast_ncu_dict(text: str) -> NcuProfile | None:
+    items = _fast_ncu_items(text)
+    if items is None:
+        return None
+    metrics, rules = items
+    return NcuProfile(tuple(NcuMetric(*row) for row in metrics.values()), tuple(NcuRule(*row) for row in rules.values()))
+
+
+def ncu_rows(profile: str) -> tuple[list[MetricRow], list[RuleRow]]:
+    """``parse_ncu_dict(profile)`` as plain metric and rule tuples: the bulk path (``profiles.columnar``),
+    which skips building an ``NcuMetric`` per metric.
+
+    Example:
+        >>> ncu_rows("{'metrics': {'SM Busy': {'unit': '%', 'avg_value': 42.7, 'variance': 0.0, 'n': 5}}, 'rules': {}}")
+        ([('SM Busy', '%', 42.7, 0.0, 5)], [])
+
+    Raises:
+        ProfileError: as ``parse_ncu_dict``.
+    """
+    items = _fast_ncu_items(profile)
+    if items is not None:
+        return list(items[0].values()), list(items[1].values())
+    parsed = parse_ncu_dict(profile)
+    return ([(m.name, m.unit, m.value, m.variance, m.n) for m in parsed.metrics],
+            [(r.name, r.type, r.description) for r in parsed.rules])
 
 
 def _finite(number: float) -> float | None:

@@ -38,7 +38,7 @@ import pyarrow as pa
 
 from archive_db.bundle import Bundle
 from archive_db.records import add_kernel, add_measurement, add_origin, add_task
-from ingest.adapter import Adapter, IngestRequest
+from ingest.adapter import Adapter, IngestRequest, KernelCode
 from ingest.checks import Where, check_ids, read_number, read_whole, require_records
 from ingest.errors import IngestError
 from ingest.limits import (
@@ -52,10 +52,10 @@ from ingest.workers import ctrl_c_held, init_worker
 from profiles import (
     ProfileError,
     parse_clang_tidy,
-    parse_ncu_dict,
     parse_torch_profile,
 )
 from profiles.columnar import ProfileColumns
+from profiles.ncu import ncu_rows
 
 HUB_ID = "SakanaAI/AI-CUDA-Engineer-Archive"
 HOMEPAGE = "https://huggingface.co/datasets/SakanaAI/AI-CUDA-Engineer-Archive"
@@ -78,7 +78,7 @@ MEASUREMENT_COLUMNS: dict[str, str] = {
 
 # (column, raw-profile kind, parser) of each profile column.
 PROFILE_COLUMNS: tuple[tuple[str, str, Callable[[str], Any]], ...] = (
-    ("NCU_Profile", "ncu", parse_ncu_dict),
+    ("NCU_Profile", "ncu", ncu_rows),
     ("Clang_Tidy", "clang-tidy", parse_clang_tidy),
     ("Torch_Profile", "torch", parse_torch_profile),
 )
@@ -173,8 +173,22 @@ def profile_rows(jobs: Sequence[ParseJob], origin: str) -> dict[str, pa.Table] |
             except ProfileError as error:
                 return job.index, column, str(error)
         raw = {kind: text for (_, kind, _), text in zip(PROFILE_COLUMNS, job.texts, strict=True) if kind in RAW_KEPT}
-        columns.add(job.kernel_id, origin, ncu=parsed[0], clang_tidy=parsed[1], torch=parsed[2], raw=raw)
+        columns.add(job.kernel_id, origin, ncu_rows=parsed[0], clang_tidy=parsed[1], torch=parsed[2], raw=raw)
     return columns.tables()
+
+
+def batch_rows(
+    jobs: Sequence[ParseJob],
+    origin: str,
+    kernels: Sequence[KernelCode] = (),
+    derive: Callable[[Sequence[KernelCode]], dict[str, pa.Table]] | None = None,
+) -> dict[str, pa.Table] | tuple[int, str, str]:
+    """``profile_rows`` of ``jobs``, and the rows ``derive`` makes of ``kernels`` (the request's
+    ``KernelDerivation``, e.g. strategy tags): one batch's work for a parser worker."""
+    tables = profile_rows(jobs, origin) if jobs else {}
+    if isinstance(tables, tuple) or derive is None or not kernels:
+        return tables
+    return {**tables, **derive(kernels)}
 
 
 # ---- inputs ----
@@ -336,16 +350,11 @@ class RowBuilder:
     def _locate(self, where: dict[str, Any]) -> Where:
         return Where(self.source, where["location"], line=where.get("line"), row=where.get("row"))
 
-    def _int(self, value: Any, where: dict[str, Any], column: str) -> int | None:
-        return read_whole(value, self._locate(where), column)
-
-    def _float(self, value: Any, where: dict[str, Any], column: str) -> float | None:
-        return read_number(value, self._locate(where), column)
-
     def add_row(self, bundle: Bundle, row: dict[str, Any], where: dict[str, Any]) -> str:
         """Add the task, kernel and measurement of ``row``; returns the kernel id."""
         source, location = self.source, where["location"]
         at = {"line": where.get("line"), "row": where.get("row")}
+        here = self._locate(where)
         texts = {
             column: check_text(row.get(column), source, location, column=column, required=required, **at)
             for column, required in (("Op_Name", True), ("Kernel_Name", True), ("CUDA_Code", True),
@@ -353,9 +362,9 @@ class RowBuilder:
         }
         for column in ("Error", "NCU_Profile", "Clang_Tidy", "Torch_Profile"):
             check_text(row.get(column), source, location, column=column, limit=MAX_PROFILE_BYTES, **at)
-        level = self._int(row.get("Level_ID"), where, "Level_ID")
-        problem_id = self._int(row.get("Task_ID"), where, "Task_ID")
-        check_ids(self._locate(where), {"level": "Level_ID", "problem_id": "Task_ID"}, level=level,
+        level = read_whole(row.get("Level_ID"), here, "Level_ID")
+        problem_id = read_whole(row.get("Task_ID"), here, "Task_ID")
+        check_ids(here, {"level": "Level_ID", "problem_id": "Task_ID"}, level=level,
                   problem_id=problem_id)
         correct = row.get("Correct")
         if correct is not None and not isinstance(correct, bool):
@@ -367,30 +376,30 @@ class RowBuilder:
         if task_id is None:
             task_id = add_task(bundle, source, texts["PyTorch_Code_Module"], level=level, problem_id=problem_id,
                                name=texts["Op_Name"], functional_code=texts["PyTorch_Code_Functional"],
-                               where=self._locate(where))
+                               where=here)
             self.tasks[task_key] = task_id
         name = texts["Kernel_Name"] or ""
         lineage = recover_lineage(name, row.get("Clang_Tidy"))
-        attributes = {"archive_index": self._int(row.get("__index_level_0__"), where, "__index_level_0__"),
+        attributes = {"archive_index": read_whole(row.get("__index_level_0__"), here, "__index_level_0__"),
                       **lineage.facts}
         kernel_id = add_kernel(bundle, source, task_id, name, KERNEL_FORM, texts["CUDA_Code"],
                                experiment=lineage.experiment, lineage=lineage.lineage,
                                lineage_step=lineage.step, attributes=attributes)
-        kernel_ms = self._float(row.get("CUDA_Runtime"), where, "CUDA_Runtime")
-        speedups = [self._float(row.get(c), where, c) for c in ("CUDA_Speedup_Native", "CUDA_Speedup_Compile")]
+        kernel_ms = read_number(row.get("CUDA_Runtime"), here, "CUDA_Runtime")
+        speedups = [read_number(row.get(c), here, c) for c in ("CUDA_Speedup_Native", "CUDA_Speedup_Compile")]
         if kernel_ms is None:
             speedups = [None, None]
         add_measurement(
             bundle, source, kernel_id,
-            where=self._locate(where), columns=MEASUREMENT_COLUMNS,
+            where=here, columns=MEASUREMENT_COLUMNS,
             origin=self.origin,
             gpu=self.gpu,
             correct=correct,
-            max_diff=self._float(row.get("Max_Diff"), where, "Max_Diff"),
+            max_diff=read_number(row.get("Max_Diff"), here, "Max_Diff"),
             error=row.get("Error"),
             kernel_ms=kernel_ms,
-            eager_ms=self._float(row.get("PyTorch_Native_Runtime"), where, "PyTorch_Native_Runtime"),
-            compile_ms=self._float(row.get("PyTorch_Compile_Runtime"), where, "PyTorch_Compile_Runtime"),
+            eager_ms=read_number(row.get("PyTorch_Native_Runtime"), here, "PyTorch_Native_Runtime"),
+            compile_ms=read_number(row.get("PyTorch_Compile_Runtime"), here, "PyTorch_Compile_Runtime"),
             speedup_eager=speedups[0],
             speedup_compile=speedups[1],
         )
@@ -425,6 +434,8 @@ class _Pending:
     kernel_ids: list[str]
     wheres: list[dict[str, Any]]
     jobs: list[ParseJob]
+    kernels: list[KernelCode]
+    derive: Callable[[Sequence[KernelCode]], dict[str, pa.Table]] | None
     futures: list[Future[Any]] | None
     n_rows: int
 
@@ -441,7 +452,6 @@ def read(request: IngestRequest) -> Iterator[Bundle]:
     request.progress.start(f"{source}: reading {Path(origin).name if '://' not in origin else origin}",
                            total=total)
     builder = RowBuilder(source, request.gpu or DEFAULT_GPU, origin)
-    known = request.known_profiles
     n_rows = 0
     with _parser_pool(sum(p.rows if p.rows is not None else p.size_hint or 0 for p in parts)) as pool:
         pending: deque[_Pending] = deque()
@@ -449,7 +459,7 @@ def read(request: IngestRequest) -> Iterator[Bundle]:
             part_rows = 0
             for positions, rows in part.batches():
                 part_rows += len(rows)
-                pending.append(_start_batch(builder, part, positions, rows, pool, known, source))
+                pending.append(_start_batch(builder, part, positions, rows, pool, request))
                 if len(pending) > 1:
                     item = pending.popleft()
                     n_rows += item.n_rows
@@ -472,12 +482,13 @@ def _start_batch(
     positions: Sequence[int],
     rows: list[dict[str, Any]],
     pool: Executor | None,
-    known: Callable[[str, Sequence[str]], set[tuple[str, str]]] | None,
-    source: str,
+    request: IngestRequest,
 ) -> _Pending:
+    source = request.source_name
     bundle = Bundle(input_records=len(rows))
     wheres = [_where(part, position) for position in positions]
     kernel_ids = [builder.add_row(bundle, row, where) for row, where in zip(rows, wheres, strict=True)]
+    known = request.known_profiles
     have = known(source, kernel_ids) if known is not None else set()
     jobs = []
     for i, (row, kernel_id) in enumerate(zip(rows, kernel_ids, strict=True)):
@@ -486,16 +497,23 @@ def _start_batch(
         )
         if any(t is not None for t in texts):
             jobs.append(ParseJob(i, kernel_id, texts))  # type: ignore[arg-type]
+    derive = request.derivation.rows if request.derivation is not None else None
+    kernels: list[KernelCode] = []
+    if derive is not None:
+        done = request.derived(kernel_ids) if request.derived is not None else set()
+        kernels = [(kernel_id, row.get("CUDA_Code"), KERNEL_FORM) for row, kernel_id in zip(rows, kernel_ids, strict=True)
+                   if kernel_id not in done and row.get("CUDA_Code") is not None]
     futures = None
-    if pool is not None and jobs:
-        half = (len(jobs) + 1) // 2
-        futures = [pool.submit(profile_rows, chunk, source) for chunk in (jobs[:half], jobs[half:]) if chunk]
-    return _Pending(bundle, kernel_ids, wheres, jobs, futures, len(rows))
+    if pool is not None and (jobs or kernels):
+        halves = [(jobs[: (len(jobs) + 1) // 2], kernels[: (len(kernels) + 1) // 2]),
+                  (jobs[(len(jobs) + 1) // 2 :], kernels[(len(kernels) + 1) // 2 :])]
+        futures = [pool.submit(batch_rows, chunk, source, codes, derive) for chunk, codes in halves if chunk or codes]
+    return _Pending(bundle, kernel_ids, wheres, jobs, kernels, derive, futures, len(rows))
 
 
 def _finish_batch(item: _Pending, source: str) -> Bundle:
     if item.futures is None:
-        outcomes = [profile_rows(item.jobs, source)]
+        outcomes = [batch_rows(item.jobs, source, item.kernels, item.derive)]
     else:
         outcomes = [future.result() for future in item.futures]
     for outcome in outcomes:

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 import pytest
 
 from archive_db.bundle import Bundle
@@ -141,3 +142,29 @@ def test_an_empty_bundle_writes_nothing(archive_path: Path) -> None:
     with connect(archive_path) as con, ArchiveWriter(con) as writer:
         assert writer.write(Bundle()) == {}
     assert not Bundle()
+
+
+def _ncu_block(kernels: list[str], metrics: tuple[str, ...] = ("a", "b")) -> pa.Table:
+    return pa.table({"kernel_id": [k for k in kernels for _ in metrics], "origin": ["o"] * (len(kernels) * len(metrics)),
+                     "metric": [m for _ in kernels for m in metrics],
+                     "value": [1.0] * (len(kernels) * len(metrics))})
+
+
+@pytest.mark.parametrize("filled_before", [False, True])
+def test_keys_repeated_across_writes_of_one_transaction_land_once(archive_path: Path, filled_before: bool) -> None:
+    """Keyless (profile) tables: a key written earlier in the same writer, or before it, is not written again;
+    with the table empty at first the writer remembers its keys, otherwise it asks the table."""
+    if filled_before:
+        with connect(archive_path) as con, ArchiveWriter(con) as writer:
+            first = Bundle()
+            first.add_arrow("ncu_metrics", _ncu_block(["k0"]))
+            writer.write(first)
+    with connect(archive_path) as con, ArchiveWriter(con) as writer:
+        for kernels in (["k1", "k2"], ["k2", "k3"], ["k0", "k3", "k3"]):
+            bundle = Bundle()
+            bundle.add_arrow("ncu_metrics", _ncu_block(kernels))
+            writer.write(bundle)
+    with connect(archive_path, read_only=True) as con:
+        rows = con.execute("SELECT kernel_id, metric, count(*) FROM ncu_metrics GROUP BY ALL ORDER BY ALL").fetchall()
+    assert rows == [(k, m, 1) for k in ("k0", "k1", "k2", "k3") for m in ("a", "b")]
+    assert writer.added["ncu_metrics"] == (6 if filled_before else 8)

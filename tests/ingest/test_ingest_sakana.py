@@ -232,3 +232,45 @@ def test_same_problem_meets_in_one_task_across_sources(shared_data: Path, archiv
     assert sources[1] == ["cuda-l1", "sakana"]
     assert sources[2] == ["sakana"]
     assert query(archive_path, "SELECT count(*) FROM tasks WHERE level = 2 AND problem_id = 1") == [(2,)]
+
+
+def test_tags_derived_in_the_parser_pool_equal_the_post_write_hooks(
+    shared_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Strategy tags computed per batch in the workers (``KernelDerivation``) are the rows ``annotate``
+    would add after the ingest, which then finds nothing left to tag."""
+    from embeddings.annotate import annotate
+    from kernel_archive.workflows import ingest_and_annotate
+
+    monkeypatch.setattr(sakana, "POOL_MIN_ROWS", 0)
+    monkeypatch.setattr(sakana, "BATCH_ROWS", 16)
+    parquet = write_parquet(sample_rows(shared_data), tmp_path / "archive.parquet")
+    derived = ingest_and_annotate(tmp_path / "derived.duckdb", "sakana", IngestRequest("sakana", str(parquet)))
+    hooked = ingest_source(tmp_path / "hooked.duckdb", "sakana", IngestRequest("sakana", str(parquet)),
+                           post_write=[("annotate", annotate)])
+    assert derived.added["kernel_tags"] > 100 and derived.post_write["annotate"]["tags_added"] == 0
+    assert hooked.post_write["annotate"]["tags_added"] == derived.added["kernel_tags"]
+    sql = "SELECT kernel_id, tag, line, evidence FROM kernel_tags ORDER BY ALL"
+    assert query(tmp_path / "derived.duckdb", sql) == query(tmp_path / "hooked.duckdb", sql)
+
+
+def test_reingest_derives_nothing_for_kernels_already_tagged(shared_data: Path, tmp_path: Path) -> None:
+    from archive_db.annotations import tagged_kernels
+    from embeddings.annotate import tag_rows
+    from ingest.adapter import KernelDerivation
+
+    asked: list[int] = []
+
+    def counted(kernels: Any) -> Any:
+        asked.append(len(kernels))
+        return tag_rows(kernels)
+
+    db = tmp_path / "archive.duckdb"
+    first = ingest_source(db, "sakana", IngestRequest("sakana", str(shared_data / SAMPLE)),
+                          derivation=KernelDerivation(counted, tagged_kernels))
+    assert sum(asked) == 82 and first.added["kernel_tags"] > 100
+    asked.clear()
+    again = ingest_source(db, "sakana", IngestRequest("sakana", str(shared_data / SAMPLE)),
+                          derivation=KernelDerivation(counted, tagged_kernels))
+    assert again.rows_added == 0
+    assert sum(asked) == 82 - len(query(db, "SELECT DISTINCT kernel_id FROM kernel_tags"))

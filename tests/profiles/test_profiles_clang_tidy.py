@@ -85,3 +85,46 @@ def test_wrapper_as_dict_and_windows_line_endings() -> None:
     report = parse_clang_tidy({"stdout": "a.cu:1:2: warning: w [c]\r\n    1 | x\r\n", "stderr": "", "errored": False})
     assert report.findings == (ClangTidyFinding("a.cu", 1, 2, "warning", "c", "w"),)
     assert parse_clang_tidy("").findings == ()
+
+
+# The fast paths (``_string_value``, ``_diagnostic``, ``_last_int`` without splitting) must give what the
+# general ones give on anything, including what the archive never holds.
+_TOKENS = [
+    "''", "'plain'", "'a\\nb\\tc'", "'q\\'s'", '"d\\"q"', "'back\\\\slash'", "'\\\\n literal'", "'\\x41'",
+    "'\\u00e9\\N{BULLET}'", "'\\r'", "'\\0'", "'\\q'", "'é and \\n'", "'\\\\\\''", "'tab\\t\\\\t'",
+]
+_LINES = [
+    "k.cu:1:2: warning: w [c]", "C:\\k\\b.cu:14:37: note: n", "a:b:1:2: error: e [x-y]", "error: alone",
+    "fatal error: f", "x:1:2: fatal error: deep", "|k.cu:1:2: warning: w", " k.cu:1:2: warning: w",
+    "\xa0k.cu:1:2: warning: w", "k.cu:1:: warning: w", "k.cu:1:2:warning: w", "k.cu:1:2: remark: r: x:3:4: note: y",
+    "warnings generated", "k:1:2: k:3:4: warning: twice", ":1:2: warning: no file", "a:12:3: notes: x",
+]
+
+
+def test_wrapper_strings_read_as_literal_eval_reads_them() -> None:
+    from profiles.clang_tidy import _string_value
+    from profiles.literal import quiet_literal_eval
+
+    for token in _TOKENS:
+        assert _string_value(token) == quiet_literal_eval(token), token
+
+
+def test_diagnostic_lines_read_as_the_single_regex_reads_them() -> None:
+    from profiles.clang_tidy import _DIAGNOSTIC, _diagnostic
+
+    matched = 0
+    for line in _LINES:
+        match = _DIAGNOSTIC.match(line)
+        assert _diagnostic(line) == (match.groups() if match else None), line
+        matched += match is not None
+    assert 0 < matched < len(_LINES)
+
+
+def test_counts_from_the_last_matching_line_with_and_without_other_line_breaks() -> None:
+    from profiles.clang_tidy import _GENERATED, _last_int
+
+    text = "3 warnings generated.\nnot generated here\n5 warnings and 1 error generated.\ntail generated"
+    assert _last_int(_GENERATED, text, "generated") == 5
+    assert _last_int(_GENERATED, text.replace("\n", "\r\n"), "generated") == 5
+    assert _last_int(_GENERATED, "7 warnings generated\u2028x generated", "generated") == 7
+    assert _last_int(_GENERATED, "nothing here", "generated") is None

@@ -144,3 +144,18 @@ def test_older_layout_without_rule_columns() -> None:
 def test_not_an_ncu_table() -> None:
     with pytest.raises(ProfileError, match="no ncu CSV table"):
         parse_ncu_csv("==ERROR== the application returned an error code (1)\n")
+
+
+def test_bulk_rows_equal_the_parsed_profile(shared_data: Path) -> None:
+    """``ncu_rows`` (the ingest's bulk path) holds exactly what ``parse_ncu_dict`` gives, fast path or not."""
+    from profiles.ncu import ncu_rows
+
+    rows = [json.loads(line) for line in (shared_data / "sakana-archive" / "sample.jsonl").open()]
+    texts = [row["NCU_Profile"] for row in rows if row["NCU_Profile"]]
+    texts.append("{'metrics': {'a': {'unit': '%', 'avg_value': 1, 'variance': 0, 'n': 5}, 'a': {'unit': None, "
+                 "'avg_value': 1e400, 'variance': None, 'n': None}}, 'rules': {'r': {'type': None, 'description': 'd'}}}")
+    texts.append('{"metrics": {"b": {"unit": "%", "avg_value": 2.5}}, "rules": {}}')  # not str(dict): general path
+    for text in texts:
+        parsed = parse_ncu_dict(text)
+        assert ncu_rows(text) == ([(m.name, m.unit, m.value, m.variance, m.n) for m in parsed.metrics],
+                                  [(r.name, r.type, r.description) for r in parsed.rules])
