@@ -10,7 +10,10 @@ For every page (leaderboard, kernel, task, map, sources) it measures, as medians
 - ``warm``: the same page's next rerun (what a user waits for after the first visit; the target is < 1 s).
 
 With ``--browser`` it also serves the archive with ``kernel-archive serve`` and times, in Chromium, each
-page from navigation until it is drawn (tables laid out, the WebGL map's traces built), after a first visit. The archive is built (once, cached) by ``bench/_archive_gen.py``: 30,615 synthetic rows shaped
+page from navigation until it is drawn, after a first visit: no script run pending, the title shown, every
+visible table's grid canvas painted with rows (pixels, not glide's ``th`` accessibility table, which
+glide-data-grid builds on a 200 ms debounce after the draw), every Plotly plot built (``_fullData``,
+the WebGL map's traces) and every Vega-Lite chart's marks in place. The archive is built (once, cached) by ``bench/_archive_gen.py``: 30,615 synthetic rows shaped
 like the AI CUDA Engineer Archive, ingested through the real ``sakana`` adapter, then ``kernel-archive
 embed`` (real encoder and UMAP) for the map.
 
