@@ -75,6 +75,8 @@ def judge_task(row: dict[str, Any], device: str, seed: int) -> dict[str, Any]:
                     "outside_atol_rtol": sum(p["outside_atol_rtol"] for p in per_output),
                     "elements": sum(p["elements"] for p in per_output), "reason": "; ".join(reasons)[:300],
                 }
+                # One distribution's inputs and outputs at a time: level 1 task 11's float64 output alone is 13 GB.
+                del inputs, ref32, ref64, reference, bound_ref
             del model, model64
     except Exception as error:
         result["error"] = f"{type(error).__name__}: {error}"[:400]

@@ -21,9 +21,12 @@ sizes); one control uses ``load_inline`` because it must launch through
 from __future__ import annotations
 
 import concurrent.futures as futures
+import hashlib
 import json
 import os
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -390,13 +393,20 @@ def _sample_tasks(n: int = 30) -> list[dict[str, Any]]:
 SAMPLE = _sample_tasks(int(os.environ.get("KA_GPU_SAMPLE", "30")))
 
 
+# One build folder per kernel for the session, so a kernel verified in the pool and again alone (the timing
+# controls) is compiled once, as the batch's build cache would.
+BUILDS = Path(tempfile.mkdtemp(prefix="ka-gpu-verdict-builds-"))
+
+
 def _verify(task: str, kernel: str, form: str = "model-new", **kw: Any) -> dict[str, Any]:
     from verify.runner import VerifyOptions, verify_code
 
     options = VerifyOptions(trials=kw.pop("trials", 5), target_seconds=kw.pop("target_seconds", 0.1),
                             compile_baseline=False, **kw)
+    build = BUILDS / hashlib.sha256(f"{form}\n{kernel}".encode()).hexdigest()[:16]
+    build.mkdir(exist_ok=True)
     try:
-        return verify_code(task, kernel, form, options)
+        return verify_code(task, kernel, form, options, build_dir=build)
     except Exception as error:
         return {"status": "error", "error": f"{type(error).__name__}: {error}", "checks": {}}
 
@@ -546,4 +556,8 @@ def test_context_persisting_l2_limit_alone(reports: dict[str, dict[str, Any]]) -
 def test_timing_controls_alone(name: str) -> None:
     case = _by(name)
     report = _verify(case.task, case.kernel, target_seconds=0.3)
+    if os.environ.get("KA_GPU_REPORTS"):
+        with open(os.environ["KA_GPU_REPORTS"], "a") as out:
+            out.write(json.dumps({"case": f"alone:{name}", **{k: v for k, v in report.items() if k != "log"}},
+                                 default=str) + "\n")
     assert report.get("status") == "passed", _summary(report)

@@ -132,17 +132,29 @@ def test_gpu_ids_from_a_count_or_a_list() -> None:
 
 
 class FakeVerify:
-    """verify_one stand-in: records which GPU ran which job when, and asserts a GPU never runs two at once."""
+    """verify_one stand-in: starts up outside the GPU's gate, then does its "GPU work" holding it, as the eval
+    script does; records which GPU ran which job and asserts a GPU never runs two jobs' GPU work at once."""
 
     def __init__(self, seconds: float = 0.05) -> None:
         self.seconds = seconds
         self.busy: set[str] = set()
         self.log: list[tuple[str, str, str | None]] = []
         self.lock = threading.Lock()
+        self.started: dict[str, int] = {}
+        self.most_started: dict[str, int] = {}
 
     def __call__(self, job: VerifyJob, options: VerifyOptions, *, build: BuildResult | None,
                  env: dict[str, str]) -> dict[str, Any]:
+        from verify.harness.parent import GpuGate
+
         gpu = env["CUDA_VISIBLE_DEVICES"]
+        assert env["KA_GPU_GATE"].endswith(f"gpu-{gpu}.lock")
+        with self.lock:
+            self.started[gpu] = self.started.get(gpu, 0) + 1
+            self.most_started[gpu] = max(self.most_started.get(gpu, 0), self.started[gpu])
+        time.sleep(self.seconds / 2)
+        gate = GpuGate(env["KA_GPU_GATE"])
+        gate.acquire()
         with self.lock:
             assert gpu not in self.busy, f"GPU {gpu} runs two verifications at once"
             self.busy.add(gpu)
@@ -150,6 +162,8 @@ class FakeVerify:
         time.sleep(self.seconds)
         with self.lock:
             self.busy.discard(gpu)
+            self.started[gpu] -= 1
+        gate.release()
         return {"status": "failed" if "bad" in job.key else "passed", "harness_seconds": self.seconds}
 
 
@@ -167,6 +181,7 @@ def test_local_batch_runs_each_job_once_one_at_a_time_per_gpu_after_its_build(
     assert dict(got)["bad"] == "failed"
     assert {state for _, _, state in fake.log} == {"built"} and sorted(calls) == sorted(j.key for j in jobs)
     assert {gpu for _, gpu, _ in fake.log} == {"0", "1"}
+    assert max(fake.most_started.values()) == workers.SLOTS_PER_GPU == 2
 
 
 def test_a_failed_build_still_goes_to_the_gpu_whose_run_decides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -230,7 +245,7 @@ def test_no_job_starts_after_the_time_budget(tmp_path: Path, monkeypatch: pytest
     got: list[str] = []
     LocalBatch(jobs, VerifyOptions(), gpus=["0"], compile_workers=1, cache=None,
                deadline=time.monotonic() + 0.1).run(lambda f: got.append(f.job.key))
-    assert got == ["k0"]
+    assert sorted(got) == ["k0", "k1"]  # one per slot of the GPU, both started at once
 
 
 def test_a_build_stopped_by_the_batch_leaves_no_marker(tmp_path: Path) -> None:

@@ -678,3 +678,49 @@ def test_a_nan_reference_is_judged_by_its_finite_elements_and_matching_specials(
     holes[torch.isfinite(holes).nonzero()[0]] = float("nan")
     passed, reasons, _ = judge_outputs([holes], [rows64], [rows32], TOLERANCE)
     assert not passed and any("NaN/inf values where the reference is finite" in r for r in reasons)
+
+
+@pytest.mark.parametrize("how", ["fp32", "one-element", "special-values"])
+def test_judging_in_chunks_gives_the_same_result_as_judging_at_once(how: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from verify.harness import tensors
+    from verify.harness.judge import TOLERANCE
+
+    ref64, ref32, _, _ = _heavy_gemm()
+    out = ref32.clone()
+    if how == "one-element":
+        out.view(-1)[4097] += 10 * (1 + out.view(-1)[4097].abs())
+    elif how == "special-values":
+        ref64.view(-1)[:40:3] = float("nan")
+        ref32.view(-1)[100:120] = float("inf")
+        out.view(-1)[200:210] = float("inf")
+    whole = tensors.judge_output(out, ref64, ref32, TOLERANCE)
+    monkeypatch.setattr(tensors, "JUDGE_CHUNK", 3 * TOLERANCE["fp32_block"] + 5)
+    parts = tensors.judge_output(out, ref64, ref32, TOLERANCE)
+    assert parts.keys() == whole.keys()
+    for key, value in whole.items():
+        assert parts[key] == (value if isinstance(value, str) else pytest.approx(value, rel=1e-12, nan_ok=True)), key
+    assert parts["passed"] == (how == "fp32")
+
+
+def _negative_trial(ev: Evidence, index: int) -> None:
+    """Make trial ``index`` the relu of negative inputs: its reference (and an honest output) is all zeros."""
+    ev.refs[index] = {"ref64": [torch.zeros(64, 32, dtype=torch.float64)], "ref32": [torch.zeros(64, 32)]}
+    for variant in ("a", "b", "c"):
+        ev.outputs[(index, variant)] = [torch.zeros(64, 32)]
+
+
+def test_a_trial_whose_answer_is_trivial_does_not_weaken_the_whole_check() -> None:
+    ev = honest()
+    _negative_trial(ev, 2)
+    check = judge(ev)[0]["weak-check"]
+    assert check["verdict"] == "pass", check
+    assert "trial 2 (negative): a zero output would pass" in check["evidence"][0]
+
+
+def test_a_task_whose_answer_is_trivial_on_every_trial_is_a_weak_check() -> None:
+    ev = honest()
+    for t in TRIALS:
+        _negative_trial(ev, t["index"])
+    checks = judge(ev)[0]
+    assert checks["weak-check"]["verdict"] == "warn", checks["weak-check"]
+    assert "on every trial" in checks["weak-check"]["evidence"][0]

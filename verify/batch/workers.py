@@ -1,9 +1,11 @@
 """The local batch: builds on every CPU core, one eval script at a time per GPU, reports streamed back.
 
-Builds run in a thread pool (each build is its own process group, ``build_cache.prebuild``). One
-thread per GPU takes, in plan order, the first job whose build has finished (tried: a failed prebuild
-still goes to the GPU, whose own compile step then decides) and runs the eval script with
-``CUDA_VISIBLE_DEVICES`` set to that GPU; so one GPU never runs two verifications at once and the
+Builds run in a thread pool (each build is its own process group, ``build_cache.prebuild``). Each GPU has
+``slots`` threads (default 2); each takes, in plan order, the first job whose build has finished (tried: a
+failed prebuild still goes to the GPU, whose own compile step then decides) and runs the eval script with
+``CUDA_VISIBLE_DEVICES`` set to that GPU and ``KA_GPU_GATE`` naming the GPU's lock file. The script holds
+that lock (``verify.harness.parent.GpuGate``) from its first GPU work to its last, so one GPU never runs
+two verifications' GPU work at once, while the second slot's processes start and import torch; the
 script's isolation (trusted child, candidate children, parent judging) is exactly the single kernel's.
 Reports come back to the calling thread, which hands each to ``on_result`` as it arrives (the archive
 write happens there, one at a time).
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import os
 import queue
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -29,6 +32,9 @@ from verify.runner import VerifyError, VerifyOptions, verify_code
 
 if TYPE_CHECKING:
     from verify.jobs import VerifyJob
+
+
+SLOTS_PER_GPU = 2
 
 
 def parse_gpus(spec: str | int | None) -> list[str]:
@@ -97,7 +103,10 @@ class LocalBatch:
     """Builds and GPU workers on this host; iterate ``run()`` for each ``Finished`` as it completes."""
 
     def __init__(self, jobs: list[VerifyJob], options: VerifyOptions, *, gpus: list[str],
-                 compile_workers: int, cache: BuildCache | None, deadline: float | None = None) -> None:
+                 compile_workers: int, cache: BuildCache | None, deadline: float | None = None,
+                 slots: int = SLOTS_PER_GPU) -> None:
+        self.slots = max(1, slots)
+        self._gates = tempfile.TemporaryDirectory(prefix="ka-gpu-gates-")
         self.jobs = jobs
         self.options = options
         self.gpus = gpus
@@ -126,6 +135,7 @@ class LocalBatch:
 
     def _gpu_worker(self, gpu: str) -> None:
         env = {"CUDA_VISIBLE_DEVICES": gpu} if self.options.device == "cuda" else {}
+        env["KA_GPU_GATE"] = os.path.join(self._gates.name, f"gpu-{gpu}.lock")
         if self.cache is not None:
             env |= self.cache.environment()
         try:
@@ -159,8 +169,8 @@ class LocalBatch:
                     future = pool.submit(self.cache.ensure, job, self.options)
                     self._builds[job.key] = future
                     future.add_done_callback(self._built)
-            threads = [threading.Thread(target=self._gpu_worker, args=(gpu,), name=f"ka-gpu-{gpu}", daemon=True)
-                       for gpu in self.gpus]
+            threads = [threading.Thread(target=self._gpu_worker, args=(gpu,), name=f"ka-gpu-{gpu}-{slot}", daemon=True)
+                       for gpu in self.gpus for slot in range(self.slots)]
             for thread in threads:
                 thread.start()
             running = len(threads)
@@ -180,3 +190,5 @@ class LocalBatch:
             if pool is not None:
                 pool.shutdown(wait=False, cancel_futures=True)
                 stop_prebuilds()
+            if not any(thread.is_alive() for thread in threads):
+                self._gates.cleanup()

@@ -84,6 +84,38 @@ def candidate_environment(source: dict[str, str], home: str, build_dir: str | No
     return env
 
 
+class GpuGate:
+    """An exclusive lock on one GPU's lock file, held from a verification's first GPU work to its last.
+
+    The batch runs two verifications per GPU (``KA_GPU_GATE`` names the GPU's lock file): while one holds
+    the gate, the other's children start Python, import torch and wait, so process start-up overlaps the GPU
+    work of the one before, and nothing of two verifications (references, candidate code, timed calls) ever
+    shares the GPU. Without a path the gate does nothing.
+
+    Example:
+        >>> gate = GpuGate("gpu.lock")
+        >>> gate.acquire(); gate.release(); gate.release()
+    """
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        """Block until no other verification holds the gate."""
+        import fcntl
+
+        if self.path and self._fd is None:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+
+    def release(self) -> None:
+        """Let the next verification have the GPU (closing the file drops the lock); idempotent."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
 class ChildProcess:
     """One child started now and collected later: its channel is read by a thread with receive times.
 
@@ -141,6 +173,10 @@ class ChildProcess:
                         self._probe_started = time.monotonic()
         if buffer:
             self._chunks.append((time.monotonic(), buffer))
+
+    def restart_clock(self) -> None:
+        """Count the child's time limit (and its ``seconds``) from now."""
+        self._started = time.monotonic()
 
     def wait(self, timeout_s: float) -> ChildReport:
         """Wait for the child (killing its process group at the timeout) and return what it reported."""
@@ -322,6 +358,7 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
     python = [sys.executable, script]
     t_start = time.monotonic()
     marks: list[tuple[float, str]] = []
+    gate = GpuGate(os.environ.get("KA_GPU_GATE"))
     # The parent needs torch only to read the references; importing it now overlaps the compile step.
     threading.Thread(target=_import_torch, daemon=True).start()
     try:
@@ -329,9 +366,12 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
         # trusted child times its baselines only once the compile child is done ("go"), so nothing of the
         # candidate shares the GPU with those timings.
         trusted_job = trusted_dir / "job.json"
-        go_file = root / "go"
+        go_file, gate_file = root / "go", root / "gpu-ours"
+        gate_timeout = args.trusted_timeout + args.compile_timeout + args.run_timeout + 300
         trusted_job.write_text(json.dumps(job | {"work": str(trusted_dir), "go_file": str(go_file),
-                                                 "go_timeout_s": args.compile_timeout + 60}))
+                                                 "go_timeout_s": args.compile_timeout + 60}
+                                          | ({"gate_file": str(gate_file), "gate_timeout_s": gate_timeout}
+                                             if gate.path else {})))
         trusted = ChildProcess([*python, "--role", "trusted", "--job", str(trusted_job)], role="trusted",
                                env=scrubbed_environment(dict(os.environ), str(trusted_dir)), cwd=trusted_dir,
                                blobs=True)
@@ -344,11 +384,19 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
         trusted_done = root / "trusted-done"
         run_job = cand_dir / "run-job.json"
         run_job.write_text(json.dumps(job | {"work": str(cand_dir), "wait_file": str(trusted_done),
-                                             "wait_timeout_s": args.trusted_timeout + args.compile_timeout + 60}))
+                                             "wait_timeout_s": args.trusted_timeout + args.compile_timeout + 60
+                                             + (gate_timeout if gate.path else 0)}))
         runner: ChildProcess | None = ChildProcess([*python, "--role", "run", "--job", str(run_job)], role="run",
                                                    env=env, cwd=cand_dir, blobs=True)
         # Each child deletes its job file as soon as it has read it; candidate code must find none.
         wait_until(lambda: not (trusted_job.exists() or run_job.exists()), 30.0)
+        if gate.path:
+            gate.acquire()
+            marks.append((time.monotonic(), "gpu-gate"))
+            # The children started early only to import torch; their time limits count from here.
+            trusted.restart_clock()
+            runner.restart_clock()
+            gate_file.touch()
         compile_job = cand_dir / "compile-job.json"
         # The compile step runs candidate code (a model-new file's import builds it): it gets no seeds.
         compile_job.write_text(json.dumps({"device": args.device, "work": str(cand_dir),
@@ -410,6 +458,7 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
                     role="sanitize", env=env | {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}, cwd=cand_dir,
                     blobs=True).wait(args.run_timeout * 4)
                 log.append(f"sanitize: rc={ev.sanitizer.returncode}\n{ev.sanitizer.log_tail[-3000:]}")
+        gate.release()
         marks.append((time.monotonic(), "evidence-loaded"))
         checks, speed = judge(ev)
         probe_right, probe_evidence = shape_probe(ev)
@@ -446,6 +495,7 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
         )
         return report
     finally:
+        gate.release()
         report["finished_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         if args.keep:
             report["work_dir"] = str(root)
@@ -453,9 +503,16 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
             shutil.rmtree(root, ignore_errors=True)
 
 
+JUDGE_THREADS = 2
+
+
 def _import_torch() -> None:
     with contextlib.suppress(Exception):
-        import torch  # noqa: F401
+        import torch
+
+        # The judge runs beside nvcc jobs and other verifications: with a full OpenMP team per process the
+        # spin-waiting threads made judging 30-60x slower (0.5 s alone, 20-30 s beside two others on an H100 host).
+        torch.set_num_threads(int(os.environ.get("KA_JUDGE_THREADS", JUDGE_THREADS)))
 
 
 def timeline(t_start: float, children: list[ChildReport],
@@ -525,6 +582,7 @@ def profile_report(args: argparse.Namespace, embedded: dict[str, Any], script: s
         report["log"] = "\n".join(r.log_tail[-3000:] for r in (compiled, torch_run))
         return report
     finally:
+        gate.release()
         report["finished_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         shutil.rmtree(root, ignore_errors=True)
 

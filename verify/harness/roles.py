@@ -175,6 +175,17 @@ def _flops(torch: Any, model: Any, inputs: list[Any]) -> float | None:
         return None
 
 
+def _warm_flop_counter(torch: Any) -> None:
+    """Pay the flop counter's first-use cost (about 2 s of Python) on the CPU while waiting for the GPU."""
+    try:
+        from torch.utils.flop_counter import FlopCounterMode
+
+        with FlopCounterMode(display=False), torch.no_grad():
+            torch.nn.Linear(4, 4)(torch.ones(2, 4))
+    except Exception:
+        return
+
+
 def _bytes_moved(torch: Any, model: Any, inputs: list[Any], outputs: list[Any]) -> int:
     tensors = [t for t in [*inputs, *outputs] if isinstance(t, torch.Tensor)]
     tensors += list(model.parameters())
@@ -204,6 +215,10 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
     work = Path(job["work"])
     shared = Path(job["shared"])
     channel.send("env", environment=_environment(torch, device), flags=snapshot_flags({"torch": torch}))
+    if job.get("gate_file"):
+        _warm_flop_counter(torch)
+        wait_until(Path(job["gate_file"]).exists, job.get("gate_timeout_s", 3600))
+        channel.send("mark", phase="gpu-ours")
     task, functional = _load_task(embedded, work)
     model, init_inputs = _build_reference(torch, task, functional, embedded["form"], job["weight_seed"], device)
     torch.save(_cpu(model.state_dict()), shared / "weights.pt")

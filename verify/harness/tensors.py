@@ -250,7 +250,8 @@ def judge_output(out: Any, ref64: Any, ref32: Any | None, policy: dict[str, Any]
     reference, when it is at most ``fp32_factor`` x the fp32 reference's own error (block maximum over
     ``fp32_block`` elements): a candidate exactly as accurate as PyTorch's fp32 is never wrong. The relative L2
     error must be at most max(max_rel_l2, fp32_l2_factor x the fp32 reference's relative L2 error). Non-finite
-    values where the reference is finite are always wrong. ``bound`` is ``atol/rtol`` when KernelBench's bound
+    values where the reference is finite are always wrong. Outputs larger than ``JUDGE_CHUNK`` elements are judged
+chunk by chunk (chunks are whole fp32 blocks), so float64 temporaries stay small; the result is the same. ``bound`` is ``atol/rtol`` when KernelBench's bound
     alone was enough, ``fp32-relative`` when some element or the L2 error needed the fp32 allowance.
 
     Example:
@@ -265,31 +266,27 @@ def judge_output(out: Any, ref64: Any, ref32: Any | None, policy: dict[str, Any]
     """
     import torch
 
-    o = out.detach().to(torch.float64)
-    r = ref64.detach().to(torch.float64)
-    overflowed = 0
-    if ref32 is not None:
-        # Where fp32 itself overflows (inf/NaN while float64 is finite), matching fp32 is fp32's accuracy:
-        # those elements count as exact, and they are left out of both relative L2 errors.
-        r32 = ref32.detach().to(torch.float64)
-        special = ~torch.isfinite(r32) & torch.isfinite(r)
-        overflowed = int(special.sum())
-        if overflowed:
-            same = special & ((o == r32) | (torch.isnan(o) & torch.isnan(r32)))
-            o = torch.where(same, r, o)
-            ref32 = torch.where(special, r, r32)
-    diff = (o - r).abs()
-    kb = diff <= policy["atol"] + policy["rtol"] * r.abs()
-    stats = error_stats(o, r, ref32)
-    ok = kb
-    if ref32 is not None:
-        ok = kb | (diff <= fp32_error_bound(r, ref32, policy["fp32_factor"], policy["fp32_block"]))
-    finite_ref = torch.isfinite(r)
-    same_special = (o == r) | (torch.isnan(o) & torch.isnan(r))
-    ok = (ok & torch.isfinite(o) & finite_ref) | (~finite_ref & same_special)
-    n = ok.numel()
-    mismatches = n - int(ok.sum())
-    outside = n - int(kb.sum())
+    flat_o, flat_r = out.detach().reshape(-1), ref64.detach().reshape(-1)
+    flat_32 = ref32.detach().reshape(-1) if ref32 is not None else None
+    n = flat_r.numel()
+    step = max(1, JUDGE_CHUNK // policy["fp32_block"]) * policy["fp32_block"]
+    parts = [_judge_part(flat_o[i:i + step], flat_r[i:i + step], None if flat_32 is None else flat_32[i:i + step],
+                         policy, torch) for i in range(0, n, step)] or [_judge_part(flat_o, flat_r, flat_32, policy, torch)]
+    counts = {k: sum(p[k] for p in parts) for k in ("mismatches", "outside", "overflowed", "nonfinite_where_finite",
+                                                    "nonfinite")}
+    ref_norm, diff_norm = _norm(p["ref_norm"] for p in parts), _norm(p["diff_norm"] for p in parts)
+    rel_l2 = (0.0 if diff_norm == 0.0 else math.inf) if ref_norm == 0.0 else diff_norm / ref_norm
+    stats: dict[str, Any] = {
+        "max_abs": max(p["max_abs"] for p in parts),
+        "max_rel": max(p["max_rel"] for p in parts),
+        "rel_l2": rel_l2,
+        "ref_norm": ref_norm,
+        "ref_absmax": max(p["ref_absmax"] for p in parts),
+        "nonfinite": float(counts["nonfinite"]),
+    }
+    if flat_32 is not None:
+        stats["fp32_rel_l2"] = _norm(p["fp32_norm"] for p in parts) / ref_norm if ref_norm else 0.0
+    mismatches, outside = counts["mismatches"], counts["outside"]
     fp32_l2 = stats.get("fp32_rel_l2")
     l2_bound = max(policy["max_rel_l2"], policy["fp32_l2_factor"] * fp32_l2) if fp32_l2 is not None else policy["max_rel_l2"]
     l2_ok = stats["rel_l2"] <= l2_bound
@@ -301,7 +298,63 @@ def judge_output(out: Any, ref64: Any, ref32: Any | None, policy: dict[str, Any]
         "rel_l2_bound": l2_bound,
         "rel_l2_ok": bool(l2_ok),
         "bound": "fp32-relative" if needed_fp32 else "atol/rtol",
-        "nonfinite_where_finite": int((~torch.isfinite(o) & finite_ref).sum()),
-        "fp32_overflowed": overflowed,
+        "nonfinite_where_finite": counts["nonfinite_where_finite"],
+        "fp32_overflowed": counts["overflowed"],
         "passed": bool(mismatches == 0 and l2_ok),
     }
+
+
+JUDGE_CHUNK = 1 << 24
+
+
+def _norm(norms: Any) -> float:
+    """The L2 norm of a concatenation from its parts' norms, scaled so that no square overflows."""
+    values = list(norms)
+    top = max(values, default=0.0)
+    if top == 0.0 or not math.isfinite(top):
+        return top
+    return top * math.sqrt(sum((v / top) ** 2 for v in values))
+
+
+def _judge_part(out: Any, ref64: Any, ref32: Any | None, policy: dict[str, Any], torch: Any) -> dict[str, Any]:
+    """Counts, maxima and norms of one flat chunk; ``judge_output`` combines them."""
+    o = out.to(torch.float64)
+    r = ref64.to(torch.float64)
+    overflowed = 0
+    if ref32 is not None:
+        # Where fp32 itself overflows (inf/NaN while float64 is finite), matching fp32 is fp32's accuracy:
+        # those elements count as exact, and they are left out of both relative L2 errors.
+        r32 = ref32.to(torch.float64)
+        special = ~torch.isfinite(r32) & torch.isfinite(r)
+        overflowed = int(special.sum())
+        if overflowed:
+            same = special & ((o == r32) | (torch.isnan(o) & torch.isnan(r32)))
+            o = torch.where(same, r, o)
+            ref32 = torch.where(special, r, r32)
+    diff = (o - r).abs()
+    kb = diff <= policy["atol"] + policy["rtol"] * r.abs()
+    ok = kb
+    if ref32 is not None:
+        ok = kb | (diff <= fp32_error_bound(r, ref32, policy["fp32_factor"], policy["fp32_block"]))
+    finite_ref = torch.isfinite(r)
+    same_special = (o == r) | (torch.isnan(o) & torch.isnan(r))
+    ok = (ok & torch.isfinite(o) & finite_ref) | (~finite_ref & same_special)
+    part = {"mismatches": ok.numel() - int(ok.sum()), "outside": kb.numel() - int(kb.sum()), "overflowed": overflowed,
+            "nonfinite_where_finite": int((~torch.isfinite(o) & finite_ref).sum()),
+            "nonfinite": int((~torch.isfinite(o)).sum())}
+    del diff, kb, ok, same_special
+    if not bool(finite_ref.all()):
+        o, r = o[finite_ref], r[finite_ref]
+        if ref32 is not None:
+            ref32 = ref32[finite_ref]
+    diff = (o - r).abs()
+    part |= {
+        "ref_norm": float(torch.linalg.vector_norm(r)),
+        "diff_norm": float(torch.linalg.vector_norm(torch.nan_to_num(o - r, nan=math.inf))),
+        "max_abs": float(diff.max()) if diff.numel() else 0.0,
+        "max_rel": float((diff / r.abs().clamp_min(1e-6)).max()) if diff.numel() else 0.0,
+        "ref_absmax": float(r.abs().max()) if r.numel() else 0.0,
+    }
+    if ref32 is not None:
+        part["fp32_norm"] = float(torch.linalg.vector_norm(ref32.to(torch.float64) - r))
+    return part

@@ -1,0 +1,41 @@
+"""The GPU gate: two eval scripts sharing a gate never do their device work at the same time (run on the CPU)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from batch_testing import HONEST, TASK
+
+from verify.runner import VerifyOptions, verify_code
+
+
+def _mark(report: dict[str, Any], role: str, event: str) -> float:
+    return next(float(t) for t, r, e in report["timeline"] if r == role and e == event)
+
+
+def test_two_verifications_sharing_a_gate_take_the_device_one_after_the_other(tmp_path: Path) -> None:
+    options = VerifyOptions(device="cpu", trials=2, shape_probe=False)
+    gate = {"KA_GPU_GATE": str(tmp_path / "gpu-0.lock")}
+    got: list[tuple[float, dict[str, Any]]] = []
+
+    def verify() -> None:
+        started = time.monotonic()
+        got.append((started, verify_code(TASK, HONEST, "model-new", options, env=gate)))
+
+    threads = [threading.Thread(target=verify) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    spans = []
+    for started, report in got:
+        assert report["status"] in ("passed", "flagged"), report.get("error")
+        gated = _mark(report, "parent", "gpu-gate")
+        assert _mark(report, "trusted", "mark:gpu-ours") >= gated
+        spans.append((started + gated, started + _mark(report, "run", "exit")))
+    first, second = sorted(spans)
+    # Each script's start-up before its timeline begins is well under the margin.
+    assert second[0] >= first[1] - 0.5, spans
