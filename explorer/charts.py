@@ -54,7 +54,7 @@ def speedup_strip(frame: pd.DataFrame) -> dict[str, Any]:
         >>> spec = speedup_strip(pd.DataFrame({"speedup_eager": [0.5, 3.0], "where": ["s @ H100"] * 2,
         ...     "source": ["s", "s"], "kernel": ["a", "b"], "speedup": ["0.50x", "3.00x"]}))
         >>> spec["layer"][0]["encoding"]["x"]["axis"]["values"]
-        [0.2, 0.5, 1.0, 2.0]
+        [0.5, 1.0, 2.0]
         >>> spec["layer"][1]["encoding"]["x"]
         {'datum': 1.0}
     """
