@@ -19,8 +19,10 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import html
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -156,15 +158,16 @@ LAYOUT: dict[str, Any] = {
 
 
 def map_figure(points: pd.DataFrame, colour: str, height: int = 680, tag: str | None = None,
-               search: str | None = None) -> tuple[dict[str, Any], list[list[str]]]:
-    """The figure (a Plotly figure dict: built without Plotly's per-trace validation, which costs a second
-    at 30k points), and per trace the kernel ids of its points (to map a selection back to kernels).
+               search: str | None = None, hover: np.ndarray | None = None) -> tuple[dict[str, Any], list[list[str]]]:
+    """The figure (a Plotly figure dict), and per trace the kernel ids of its points (to map a selection
+    back to kernels).
 
     ``tag`` is the strategy tag to highlight when colouring by strategy (default: the most common);
-    points matching ``search`` are drawn again on top, larger and outlined."""
+    points matching ``search`` are drawn again on top, larger and outlined. ``hover`` is
+    ``hover_text(points)`` when the caller already has it (it is most of the cost at 30k points)."""
     spec = COLOURINGS[colour]
     size = marker_size(len(points))
-    hover = hover_text(points)
+    hover = hover_text(points) if hover is None else hover
     kernel_ids = points["kernel_id"].to_numpy(dtype=object)
     traces: list[dict[str, Any]] = []
     ids: list[list[str]] = []
@@ -223,25 +226,75 @@ def selected_kernel_ids(event: Any, trace_ids: list[list[str]]) -> tuple[list[st
     return ids, bool(selection.get("box") or selection.get("lasso"))
 
 
-def _cached_figure(stamp: tuple[int, ...], layout_id: str, colour: str, tag: str | None,
-                   search: str | None) -> tuple[dict[str, Any], list[list[str]]]:
-    from explorer.archive import fetch
+@dataclass(frozen=True)
+class MapData:
+    """A layout's points and their hover labels, shared (read-only) by every colouring and every session."""
 
-    return map_figure(fetch("map_points", layout_id), colour, tag=tag, search=search)
+    points: pd.DataFrame
+    hover: np.ndarray
 
 
-def layout_figure(layout_id: str, colour: str, tag: str | None = None,
-                  search: str | None = None) -> tuple[pd.DataFrame, dict[str, Any], list[list[str]]]:
-    """The points of a layout with their figure, cached per archive state, layout and colouring, so a
-    rerun of the map (a selection, a click) does not rebuild 30k hover labels.
+def _map_data(path: str, stamp: tuple[int, ...], layout_id: str) -> MapData:
+    from explorer.archive import run_query
+
+    points = run_query(Path(path), "map_points", layout_id)
+    return MapData(points, hover_text(points))
+
+
+def _figure(path: str, stamp: tuple[int, ...], layout_id: str, colour: str, tag: str | None,
+            search: str | None) -> tuple[Any, list[list[str]]]:
+    import plotly.graph_objects as go
+
+    data = _cached_map_data()(path, stamp, layout_id)
+    figure, ids = map_figure(data.points, colour, tag=tag, search=search, hover=data.hover)
+    return go.Figure(figure), ids
+
+
+@functools.cache
+def _cached_map_data() -> Any:
+    import streamlit as st
+
+    return st.cache_resource(max_entries=2, show_spinner=False)(_map_data)
+
+
+@functools.cache
+def _cached_figure() -> Any:
+    import streamlit as st
+
+    return st.cache_resource(max_entries=16, show_spinner=False)(_figure)
+
+
+def _archive_state() -> tuple[str, tuple[int, ...]]:
+    from explorer.archive import Unavailable, archive_path, file_stamp
+
+    path = archive_path()
+    stamp = file_stamp(path)
+    if stamp is None:
+        raise Unavailable("missing", f"no archive at {path}", path)
+    return str(path), stamp
+
+
+def layout_points(layout_id: str) -> pd.DataFrame:
+    """The points of a layout (``map_points``), kept in memory per archive state; do not modify them.
 
     Raises:
         explorer.archive.Unavailable: as ``fetch``.
     """
-    import streamlit as st
+    return _cached_map_data()(*_archive_state(), layout_id).points
 
-    from explorer.archive import archive_path, fetch, file_stamp
 
-    cached = st.cache_data(max_entries=16, show_spinner=False)(_cached_figure)
-    figure, ids = cached(file_stamp(archive_path()) or (), layout_id, colour, tag, search)
-    return fetch("map_points", layout_id), figure, ids
+def layout_figure(layout_id: str, colour: str, tag: str | None = None,
+                  search: str | None = None) -> tuple[pd.DataFrame, Any, list[list[str]]]:
+    """The points of a layout with their figure (a validated ``plotly.graph_objects.Figure``, which
+    ``st.plotly_chart`` then sends as it is) and per trace the kernel ids of its points.
+
+    Kept in memory per archive state (``st.cache_resource``: no copy, no pickling of 30k hover labels on
+    each rerun), so a rerun or another session only serialises the figure, and a new colouring reuses
+    the points and hover labels. Callers must not modify what this returns.
+
+    Raises:
+        explorer.archive.Unavailable: as ``fetch``.
+    """
+    path, stamp = _archive_state()
+    figure, ids = _cached_figure()(path, stamp, layout_id, colour, tag, search)
+    return _cached_map_data()(path, stamp, layout_id).points, figure, ids

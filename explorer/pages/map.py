@@ -11,7 +11,14 @@ import streamlit as st
 from explorer import page_script
 from explorer import params as url
 from explorer.archive import Unavailable
-from explorer.map_figure import COLOURINGS, layout_figure, search_mask, selected_kernel_ids, tag_counts
+from explorer.map_figure import (
+    COLOURINGS,
+    layout_figure,
+    layout_points,
+    search_mask,
+    selected_kernel_ids,
+    tag_counts,
+)
 from explorer.views import (
     VERDICT_HELP,
     code_span,
@@ -61,7 +68,11 @@ def main() -> None:
                    "layout; this page only reads it, so it stays fast on 30k kernels.")
         return
     _state_from_url()
-    points = read("map_points", layout["layout_id"])
+    try:
+        points = layout_points(layout["layout_id"])
+    except Unavailable as error:
+        show_unavailable(error)
+        return
     left, middle, right = st.columns([3, 2, 2], vertical_alignment="bottom")
     left.segmented_control("Colour by", list(COLOURINGS), key="map_colour",
                            format_func=lambda c: COLOURINGS[c].label,

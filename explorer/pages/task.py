@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
+import pandas as pd
 import streamlit as st
 
 from archive_db.queries import TaskDetail
-from explorer.charts import log_ticks
+from explorer.charts import speedup_strip
 from explorer.lineage import lineages
 from explorer.views import (
     NAME_COLUMN_PX,
@@ -24,6 +24,7 @@ from explorer.views import (
     show_table,
     table_height,
     title,
+    visible_text,
 )
 
 KERNEL_COLUMNS = ["kernel_name", "source", "verdict", "measured_by", "gpu", "timing_mode", "correct",
@@ -70,28 +71,17 @@ def _reference(d: TaskDetail) -> None:
 
 
 def _distribution(d: TaskDetail) -> None:
-    import plotly.express as px
-
     k = d.kernels
     correct = k[k["correct"].fillna(False).astype(bool) & (k["speedup_eager"] > 0)]
     if correct.empty:
         st.info("No correct kernel with a measured speedup for this task.", icon=":material/bar_chart:")
         return
-    frame = correct.assign(where=correct["source"] + " @ " + correct["gpu"].map(fmt),
-                           speedup=correct["speedup_eager"].map(fmt_speedup))
-    low, high = min(frame["speedup_eager"].min(), 1.0) / 1.3, max(frame["speedup_eager"].max(), 1.0) * 1.3
-    tickvals, ticktext = log_ticks(low, high)
-    fig = px.strip(frame, x="speedup_eager", y="where", color="source", log_x=True, hover_name="kernel_name",
-                   hover_data={"speedup_eager": False, "speedup": True, "where": False}, stripmode="overlay",
-                   labels={"speedup_eager": "speedup over eager PyTorch (log scale)", "where": "", "speedup": "x eager"})
-    fig.add_vline(x=1.0, line_dash="dash", line_color="grey")
-    fig.add_annotation(x=0.0, xref="x", y=1.0, yref="paper", yanchor="bottom", text="eager PyTorch (1x)",
-                       showarrow=False, font={"color": "grey"})
-    fig.update_traces(jitter=0.6, marker={"size": 8, "opacity": 0.75})
-    fig.update_xaxes(tickvals=tickvals, ticktext=ticktext, range=[math.log10(low), math.log10(high)])
-    fig.update_layout(height=min(420, 170 + 50 * frame["where"].nunique()),
-                      margin={"l": 10, "r": 10, "t": 40, "b": 10}, showlegend=False)
-    st.plotly_chart(fig, key="task_distribution", config={"displaylogo": False})
+    frame = pd.DataFrame({
+        "speedup_eager": correct["speedup_eager"].astype(float),
+        "where": (correct["source"] + " @ " + correct["gpu"].map(fmt)).map(visible_text),
+        "source": correct["source"].map(visible_text), "kernel": correct["kernel_name"].map(visible_text),
+        "speedup": correct["speedup_eager"].map(fmt_speedup)})
+    st.vega_lite_chart(frame, speedup_strip(frame), key="task_distribution", width="stretch")
 
 
 def _kernels(d: TaskDetail) -> None:

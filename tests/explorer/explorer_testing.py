@@ -74,6 +74,16 @@ def figures(at: Any) -> dict[str, dict[str, Any]]:
     return {chart.key: json.loads(chart.proto.spec) for chart in at.get("plotly_chart")}
 
 
+def vega_charts(at: Any) -> list[tuple[dict[str, Any], Any]]:
+    """The Vega-Lite charts of an AppTest run, in page order: (spec, the data frame it draws)."""
+    import json
+
+    from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
+
+    return [(json.loads(chart.proto.spec), convert_arrow_bytes_to_pandas_df(chart.proto.data.data))
+            for chart in at.get("vega_lite_chart")]
+
+
 KERNEL_TABS: tuple[str, ...] = ("Code", "Measurements", "Profiles", "Static analysis & tags", "Related",
                                 "Verification")
 TASK_TABS: tuple[str, ...] = ("Kernels", "Reference", "Baselines", "Lineage")

@@ -236,7 +236,7 @@ def test_leaderboard_filter_then_follow_a_row_to_its_kernel_and_task(served: Ser
     page.wait_for_url(re.compile(r"/task\?task="))
     _settle(page)
     _no_traceback(page)
-    page.locator(".js-plotly-plot").first.wait_for()
+    page.locator('[data-testid="stVegaLiteChart"] .mark-symbol path').first.wait_for()
     _tables_drawn(page)
 
 

@@ -8,11 +8,11 @@ from explorer_testing import (
     HOSTILE_VALUES,
     TASK_TABS,
     assert_clean,
-    decoded,
     every_tab,
     figures,
     frames,
     texts,
+    vega_charts,
 )
 from handmade_archive import Handmade
 
@@ -33,15 +33,15 @@ def test_task_page_lists_every_kernel_measurement_reference_and_lineage(open_app
     chains = next(f for f in frames(runs) if "chain" in f)
     assert chains["chain"].tolist() == ["base 2.50x -> edit 1 1.50x"]
     assert "No baseline timings are linked to this task." in texts(runs[2])
-    charts = {**figures(at), **figures(runs[3])}
-    assert set(charts) == {"task_distribution", "lineage_plot"}
-    axis = charts["task_distribution"]["layout"]["xaxis"]
-    assert axis["type"] == "log" and all(t.endswith("x") for t in axis["ticktext"])
-    assert "1.00x" in axis["ticktext"]
-    label = next(a for a in charts["task_distribution"]["layout"]["annotations"] if "eager" in a["text"])
-    assert label["x"] == 0.0  # log10(1): on a log axis Plotly reads annotation x as the exponent
-    plotted = sorted(x for trace in charts["task_distribution"]["data"] for x in decoded(trace["x"]))
-    assert plotted == [1.5, 2.5, 4.0]
+    assert set(figures(runs[3])) == {"lineage_plot"} and not figures(at)
+    ((spec, plotted),) = vega_charts(at)
+    points, eager, label = spec["layer"]
+    axis = points["encoding"]["x"]
+    assert axis["scale"]["type"] == "log" and 1.0 in axis["axis"]["values"]
+    assert '"1.00x"' in axis["axis"]["labelExpr"] and '"2.00x"' in axis["axis"]["labelExpr"]
+    assert eager["encoding"]["x"] == {"datum": 1.0} and label["encoding"]["text"]["value"] == "eager PyTorch (1x)"
+    assert sorted(plotted["speedup_eager"]) == [1.5, 2.5, 4.0]
+    assert sorted(plotted["speedup"]) == ["1.50x", "2.50x", "4.00x"]
 
 
 def test_lineages_orders_steps_and_keeps_only_correct_speedups() -> None:
