@@ -5,7 +5,9 @@ Builds run in a thread pool (each build is its own process group, ``build_cache.
 failed prebuild still goes to the GPU, whose own compile step then decides) and runs the eval script with
 ``CUDA_VISIBLE_DEVICES`` set to that GPU and ``KA_GPU_GATE`` naming the GPU's lock file. The script holds
 that lock (``verify.harness.parent.GpuGate``) from its first GPU work to its last, so one GPU never runs
-two verifications' GPU work at once, while the second slot's processes start and import torch; the
+two verifications' GPU work at once, while the second slot's processes start and import torch.
+``KA_BASELINE_CACHE`` names the GPU's baseline folder, so a task's baselines are measured once per GPU
+(``verify.harness.parent.BaselineCache``); the
 script's isolation (trusted child, candidate children, parent judging) is exactly the single kernel's.
 Reports come back to the calling thread, which hands each to ``on_result`` as it arrives (the archive
 write happens there, one at a time).
@@ -136,6 +138,7 @@ class LocalBatch:
     def _gpu_worker(self, gpu: str) -> None:
         env = {"CUDA_VISIBLE_DEVICES": gpu} if self.options.device == "cuda" else {}
         env["KA_GPU_GATE"] = os.path.join(self._gates.name, f"gpu-{gpu}.lock")
+        env["KA_BASELINE_CACHE"] = os.path.join(self._gates.name, f"baselines-gpu-{gpu}")
         if self.cache is not None:
             env |= self.cache.environment()
         try:

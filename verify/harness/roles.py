@@ -263,6 +263,13 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
                          message=f"the reference does not build or run with {init['name']}={init['new']}: "
                                  f"{type(error).__name__}: {error}"[:500])
     channel.send("mark", phase="references-sent")
+    if job.get("baselines_cached"):
+        # Another kernel of this task measured the baselines on this GPU (the parent holds them); the timed
+        # inputs' template still comes from here, from the same seed those baselines used.
+        template = make_inputs(task.get_inputs, job["timing"]["template_seed"], "task", device)
+        torch.save(_cpu(template), shared / "template.pt")
+        channel.send("done")
+        return
     screen_inputs = make_inputs(task.get_inputs, job["screen_seed"], "randn", device)
     other_inputs = make_inputs(task.get_inputs, job["screen_seed"] + 1, "randn", device)
     other_model, _ = _build_reference(torch, task, functional, embedded["form"], job["weight_seed"] + 7919, device)

@@ -1,0 +1,32 @@
+"""Baselines measured once per task and GPU in a batch (``KA_BASELINE_CACHE``), run on the CPU."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from batch_testing import HONEST, HONEST_TANH, MUTATING, TASK, TASK_TANH
+
+from verify.runner import VerifyOptions, verify_code
+
+OPTIONS = VerifyOptions(device="cpu", trials=2, shape_probe=False, target_seconds=0.05)
+
+
+def test_a_second_kernel_of_the_same_task_reuses_the_baselines_and_keeps_its_verdict(tmp_path: Path) -> None:
+    env = {"KA_BASELINE_CACHE": str(tmp_path / "baselines")}
+    first = verify_code(TASK, HONEST, "model-new", OPTIONS, env=env)
+    second = verify_code(TASK, MUTATING, "model-new", OPTIONS, env=env)
+    other = verify_code(TASK_TANH, HONEST_TANH, "model-new", OPTIONS, env=env)
+    assert first["baselines"]["from"] == "measured" and other["baselines"]["from"] == "measured"
+    assert second["baselines"] == {"from": "cache", "key": first["baselines"]["key"]}
+    assert other["baselines"]["key"] != first["baselines"]["key"]
+    assert second["timings"]["eager"] == first["timings"]["eager"]
+    assert second["screen"] == first["screen"]
+    assert first["status"] in ("passed", "flagged") and other["status"] in ("passed", "flagged")
+    assert second["status"] == "failed" and second["checks"]["input-mutation"]["verdict"] == "fail"
+    assert second["speed"]["eager_ms"] == first["speed"]["eager_ms"]
+    assert second["speed"]["kernel_ms"] is not None
+
+
+def test_without_the_variable_nothing_is_cached(tmp_path: Path) -> None:
+    report = verify_code(TASK, HONEST, "model-new", OPTIONS)
+    assert "baselines" not in report and report["timings"]["eager"] is not None
