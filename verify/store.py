@@ -19,9 +19,14 @@ from archive_db.verifications import MEASURED_BY, report_bundle, write_verificat
 __all__ = ["MEASURED_BY", "report_bundle", "report_json", "store_report"]
 
 
-def store_report(db: str | os.PathLike[str] | None, report: dict[str, Any], kernel_id: str) -> str:
-    """Write one report into the archive in a short transaction; returns the verification id."""
-    bundle, verification_id = report_bundle(report, kernel_id)
+def store_report(db: str | os.PathLike[str] | None, report: dict[str, Any], kernel_id: str, *,
+                 recorded: bool = False) -> str:
+    """Write one report into the archive in a short transaction; returns the verification id.
+
+    ``recorded``: a report made elsewhere and imported (``verify-import``); its id comes from its content, so
+    importing the same file again adds nothing and a generated document citing the id stays the same.
+    """
+    bundle, verification_id = report_bundle(report, kernel_id, replayed=recorded)
     write_verification(db, bundle)
     return verification_id
 

@@ -338,7 +338,7 @@ def verify_import(
         for line in lines:
             kernel_id = ids.get(str(line.get("code_sha256")))
             if kernel_id is not None:
-                store_report(db, line["report"], kernel_id)
+                store_report(db, line["report"], kernel_id, recorded=True)
                 stored += 1
     console.print(f"stored {stored} reports; {len(lines) - stored} matched no kernel of source {source!r}")
 
