@@ -39,3 +39,14 @@ def test_two_verifications_sharing_a_gate_take_the_device_one_after_the_other(tm
     first, second = sorted(spans)
     # Each script's start-up before its timeline begins is well under the margin.
     assert second[0] >= first[1] - 0.5, spans
+
+
+def test_behind_the_gate_a_kernel_that_needs_the_gpu_at_import_is_compiled_again_with_it(tmp_path: Path) -> None:
+    needs_gpu = ('import os\nif os.environ.get("CUDA_VISIBLE_DEVICES") == "":\n'
+                 '    raise RuntimeError("no GPU at import")\n' + HONEST)
+    options = VerifyOptions(device="cpu", trials=2, shape_probe=False)
+    gated = verify_code(TASK, needs_gpu, "model-new", options, env={"KA_GPU_GATE": str(tmp_path / "gpu-0.lock")})
+    plain = verify_code(TASK, HONEST, "model-new", options, env={"KA_GPU_GATE": str(tmp_path / "gpu-0.lock")})
+    assert [e for _, r, e in gated["timeline"] if r == "parent"][:2] == ["compile-needs-gpu", "gpu-gate"]
+    assert [e for _, r, e in plain["timeline"] if r == "parent"][:2] == ["compiled-without-gpu", "gpu-gate"]
+    assert gated["checks"]["compiles"]["verdict"] == "pass" and gated["status"] == plain["status"]

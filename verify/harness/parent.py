@@ -446,19 +446,33 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
                                                    env=env, cwd=cand_dir, blobs=True)
         # Each child deletes its job file as soon as it has read it; candidate code must find none.
         wait_until(lambda: not (trusted_job.exists() or run_job.exists()), 30.0)
+        compile_job = cand_dir / "compile-job.json"
+
+        def compile_step(hide_gpu: bool) -> ChildReport:
+            # The compile step runs candidate code (a model-new file's import builds it): it gets no seeds.
+            compile_job.write_text(json.dumps({"device": args.device, "work": str(cand_dir),
+                                               "build_dir": job.get("build_dir")}))
+            return run_child([*python, "--role", "compile", "--job", str(compile_job)], role="compile",
+                             env=env | ({"CUDA_VISIBLE_DEVICES": ""} if hide_gpu else {}), cwd=cand_dir,
+                             timeout_s=args.compile_timeout)
+
         if gate.path:
+            # Behind the gate the compile step first runs with the GPU hidden, before the gate, as the batch's
+            # prebuild does: its process start and the library load are no GPU time. Only a candidate that
+            # fails so (one that needs a GPU at import) compiles again inside the gate, as a single
+            # verification would, so the verdict never depends on this.
+            ev.compile = compile_step(hide_gpu=True)
+            marks.append((time.monotonic(), "compiled-without-gpu" if ev.compile.ok else "compile-needs-gpu"))
             gate.acquire()
             marks.append((time.monotonic(), "gpu-gate"))
             # The children started early only to import torch; their time limits count from here.
             trusted.restart_clock()
             runner.restart_clock()
             gate_file.touch()
-        compile_job = cand_dir / "compile-job.json"
-        # The compile step runs candidate code (a model-new file's import builds it): it gets no seeds.
-        compile_job.write_text(json.dumps({"device": args.device, "work": str(cand_dir),
-                                           "build_dir": job.get("build_dir")}))
-        ev.compile = run_child([*python, "--role", "compile", "--job", str(compile_job)], role="compile", env=env,
-                               cwd=cand_dir, timeout_s=args.compile_timeout)
+            if not ev.compile.ok:
+                ev.compile = compile_step(hide_gpu=False)
+        else:
+            ev.compile = compile_step(hide_gpu=False)
         go_file.touch()
         log.append(f"compile: rc={ev.compile.returncode} {ev.compile.seconds:.1f}s\n{ev.compile.log_tail[-3000:]}")
         if not ev.compile.ok and runner is not None:
