@@ -12,7 +12,7 @@ OPTIONS = VerifyOptions(device="cpu", trials=2, shape_probe=False, target_second
 
 
 def test_a_second_kernel_of_the_same_task_reuses_the_baselines_and_keeps_its_verdict(tmp_path: Path) -> None:
-    env = {"KA_BASELINE_CACHE": str(tmp_path / "baselines")}
+    env = {"KA_BASELINE_CACHE": str(tmp_path / "baselines"), "KA_BASELINE_KEY": "batch-secret"}
     first = verify_code(TASK, HONEST, "model-new", OPTIONS, env=env)
     second = verify_code(TASK, MUTATING, "model-new", OPTIONS, env=env)
     other = verify_code(TASK_TANH, HONEST_TANH, "model-new", OPTIONS, env=env)
@@ -25,6 +25,23 @@ def test_a_second_kernel_of_the_same_task_reuses_the_baselines_and_keeps_its_ver
     assert second["status"] == "failed" and second["checks"]["input-mutation"]["verdict"] == "fail"
     assert second["speed"]["eager_ms"] == first["speed"]["eager_ms"]
     assert second["speed"]["kernel_ms"] is not None
+
+
+def test_a_rewritten_entry_is_not_believed_and_the_baselines_are_measured_again(tmp_path: Path) -> None:
+    import json
+
+    env = {"KA_BASELINE_CACHE": str(tmp_path / "baselines"), "KA_BASELINE_KEY": "batch-secret"}
+    first = verify_code(TASK, HONEST, "model-new", OPTIONS, env=env)
+    [entry] = (tmp_path / "baselines").glob("*")
+    assert entry.name.startswith(first["baselines"]["key"]) and entry.suffix == ".json"
+    signed = json.loads(entry.read_text())
+    payload = json.loads(signed["payload"])
+    for message in payload["messages"]:
+        if message["kind"] == "timing" and message["which"] == "eager":
+            message["result"]["event_ms"] = [v * 10 for v in message["result"]["event_ms"]]
+    entry.write_text(json.dumps({"payload": json.dumps(payload), "mac": signed["mac"]}))
+    again = verify_code(TASK, HONEST, "model-new", OPTIONS, env=env)
+    assert again["baselines"]["from"] == "measured"
 
 
 def test_without_the_variable_nothing_is_cached(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import queue
+import secrets
 import tempfile
 import threading
 import time
@@ -109,6 +110,7 @@ class LocalBatch:
                  slots: int = SLOTS_PER_GPU) -> None:
         self.slots = max(1, slots)
         self._gates = tempfile.TemporaryDirectory(prefix="ka-gpu-gates-")
+        self._baseline_key = secrets.token_hex(32)
         self.jobs = jobs
         self.options = options
         self.gpus = gpus
@@ -139,6 +141,7 @@ class LocalBatch:
         env = {"CUDA_VISIBLE_DEVICES": gpu} if self.options.device == "cuda" else {}
         env["KA_GPU_GATE"] = os.path.join(self._gates.name, f"gpu-{gpu}.lock")
         env["KA_BASELINE_CACHE"] = os.path.join(self._gates.name, f"baselines-gpu-{gpu}")
+        env["KA_BASELINE_KEY"] = self._baseline_key
         if self.cache is not None:
             env |= self.cache.environment()
         try:

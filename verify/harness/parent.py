@@ -92,12 +92,14 @@ class BaselineCache:
     child measured of the reference: the task screen, the reference's kernels, and the timed overhead,
     eager, compile and CUDA-graph series. It also holds the seeds of their timed inputs, so every kernel's
     own timed series runs on the same inputs as the baselines it is compared with. It is keyed by the task's
-    code, the form, the harness version, the device and the timing options. None of it is secret. The
-    correctness references are never cached: they stay in this process's memory, as in a single
-    verification.
+    code, the form, the harness version, the device and the timing options. None of it is secret, but a
+    candidate runs as the same user and could rewrite the file to move other kernels' baselines: each entry
+    carries an HMAC under ``secret`` (the batch's ``KA_BASELINE_KEY``, which no child's environment holds),
+    and an entry that does not verify is measured again. The correctness references are never cached: they
+    stay in this process's memory, as in a single verification.
 
     Example:
-        >>> cache = BaselineCache("baselines", ["task", "model-new"])
+        >>> cache = BaselineCache("baselines", ["task", "model-new"], secret="k")
         >>> cache.load() is None
         True
         >>> cache.store({"seed_base": 5, "template_seed": 6}, [{"kind": "timing", "which": "eager"}])
@@ -105,9 +107,15 @@ class BaselineCache:
         {'seed_base': 5, 'template_seed': 6}
     """
 
-    def __init__(self, folder: str, key_parts: list[Any]) -> None:
+    def __init__(self, folder: str, key_parts: list[Any], *, secret: str) -> None:
         self.key = hashlib.sha256(json.dumps(key_parts, sort_keys=True).encode()).hexdigest()
         self.path = Path(folder) / f"{self.key}.json"
+        self._secret = secret.encode()
+
+    def _mac(self, payload: str) -> str:
+        import hmac
+
+        return hmac.new(self._secret, f"{self.key}\n{payload}".encode(), hashlib.sha256).hexdigest()
 
     @staticmethod
     def picked(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -118,9 +126,14 @@ class BaselineCache:
 
     def load(self) -> dict[str, Any] | None:
         """The entry, or None when there is none or it cannot be read."""
+        import hmac
+
         try:
-            entry = json.loads(self.path.read_text())
-        except (OSError, ValueError):
+            signed = json.loads(self.path.read_text())
+            if not hmac.compare_digest(str(signed["mac"]), self._mac(str(signed["payload"]))):
+                return None
+            entry = json.loads(signed["payload"])
+        except (OSError, ValueError, KeyError, TypeError):
             return None
         return entry if isinstance(entry, dict) and isinstance(entry.get("messages"), list) else None
 
@@ -128,7 +141,8 @@ class BaselineCache:
         """Write the entry whole (a temporary file renamed into place), first writer or last, same content."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         temporary = self.path.with_suffix(f".{os.getpid()}.tmp")
-        temporary.write_text(json.dumps({"seeds": seeds, "messages": messages}))
+        payload = json.dumps({"seeds": seeds, "messages": messages})
+        temporary.write_text(json.dumps({"payload": payload, "mac": self._mac(payload)}))
         os.replace(temporary, self.path)
 
 
@@ -396,8 +410,9 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
               "target_s": args.target_seconds, "warmup": 3, "min_calls": 30, "max_calls": 400}
     baselines = (BaselineCache(os.environ["KA_BASELINE_CACHE"],
                                [embedded["task_code"], embedded.get("functional_code"), embedded["form"],
-                                HARNESS_VERSION, args.device, {k: v for k, v in timing.items() if "seed" not in k}])
-                 if os.environ.get("KA_BASELINE_CACHE") else None)
+                                HARNESS_VERSION, args.device, {k: v for k, v in timing.items() if "seed" not in k}],
+                               secret=os.environ.get("KA_BASELINE_KEY", ""))
+                 if os.environ.get("KA_BASELINE_CACHE") and os.environ.get("KA_BASELINE_KEY") else None)
     cached = baselines.load() if baselines else None
     if cached:
         timing.update(seed_base=int(cached["seeds"]["seed_base"]), template_seed=int(cached["seeds"]["template_seed"]))
