@@ -1,4 +1,4 @@
-"""The local batch: builds on every CPU core, one eval script at a time per GPU, reports streamed back.
+"""The local batch: builds on every CPU core, two eval scripts per GPU behind its gate, reports streamed back.
 
 Builds run in a thread pool (each build is its own process group, ``build_cache.prebuild``). Each GPU has
 ``slots`` threads (default 2); each takes, in plan order, the first job whose build has finished (tried: a
