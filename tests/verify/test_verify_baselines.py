@@ -14,8 +14,14 @@ OPTIONS = VerifyOptions(device="cpu", trials=2, shape_probe=False, target_second
 def test_a_second_kernel_of_the_same_task_reuses_the_baselines_and_keeps_its_verdict(tmp_path: Path) -> None:
     env = {"KA_BASELINE_CACHE": str(tmp_path / "baselines"), "KA_BASELINE_KEY": "batch-secret"}
     first = verify_code(TASK, HONEST, "model-new", OPTIONS, env=env)
+    honest_again = verify_code(TASK, HONEST + "# the same kernel, another file\n", "model-new", OPTIONS, env=env)
     second = verify_code(TASK, MUTATING, "model-new", OPTIONS, env=env)
     other = verify_code(TASK_TANH, HONEST_TANH, "model-new", OPTIONS, env=env)
+    # The timed outputs are checked against the cached baselines' fingerprints: same inputs, same weights.
+    assert honest_again["baselines"]["from"] == "cache"
+    assert {n: c["verdict"] for n, c in honest_again["checks"].items()} == \
+        {n: c["verdict"] for n, c in first["checks"].items()}
+    assert honest_again["status"] == first["status"]
     assert first["baselines"]["from"] == "measured" and other["baselines"]["from"] == "measured"
     assert second["baselines"] == {"from": "cache", "key": first["baselines"]["key"]}
     assert other["baselines"]["key"] != first["baselines"]["key"]

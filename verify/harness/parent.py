@@ -90,8 +90,9 @@ class BaselineCache:
 
     ``KA_BASELINE_CACHE`` names a folder; the batch gives each GPU its own. An entry holds what the trusted
     child measured of the reference: the task screen, the reference's kernels, and the timed overhead,
-    eager, compile and CUDA-graph series. It also holds the seeds of their timed inputs, so every kernel's
-    own timed series runs on the same inputs as the baselines it is compared with. It is keyed by the task's
+    eager, compile and CUDA-graph series. It also holds the seeds of their timed inputs and of the
+    reference's weights, so every kernel's own timed series runs on the same inputs and weights as the
+    baselines it is compared with (the timed outputs' fingerprints must match). It is keyed by the task's
     code, the form, the harness version, the device and the timing options. None of it is secret, but a
     candidate runs as the same user and could rewrite the file to move other kernels' baselines: each entry
     carries an HMAC under ``secret`` (the batch's ``KA_BASELINE_KEY``, which no child's environment holds),
@@ -102,9 +103,9 @@ class BaselineCache:
         >>> cache = BaselineCache("baselines", ["task", "model-new"], secret="k")
         >>> cache.load() is None
         True
-        >>> cache.store({"seed_base": 5, "template_seed": 6}, [{"kind": "timing", "which": "eager"}])
+        >>> cache.store({"seed_base": 5, "template_seed": 6, "weight_seed": 7}, [{"kind": "timing", "which": "eager"}])
         >>> cache.load()["seeds"]
-        {'seed_base': 5, 'template_seed': 6}
+        {'seed_base': 5, 'template_seed': 6, 'weight_seed': 7}
     """
 
     def __init__(self, folder: str, key_parts: list[Any], *, secret: str) -> None:
@@ -424,6 +425,9 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
            "shape_variant": variant and {"code": variant.code, "name": variant.name, "old": variant.old,
                                          "new": variant.new},
            "init_variant": sized and {"code": sized.code, "name": sized.name, "old": sized.old, "new": sized.new}}
+    if cached:
+        # The baselines' outputs (and so their fingerprints) come from weights of this seed.
+        job["weight_seed"] = int(cached["seeds"]["weight_seed"])
     ev = Evidence(form=embedded["form"], kernel_code=embedded["kernel_code"], static=findings, trials=trials)
     log: list[str] = []
     python = [sys.executable, script]
@@ -513,7 +517,8 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
             ev.trusted.messages.extend(cached["messages"])
             ev.trusted.received.extend([now] * len(cached["messages"]))
         elif baselines and ev.trusted.first("done"):
-            baselines.store({"seed_base": timing["seed_base"], "template_seed": timing["template_seed"]},
+            baselines.store({"seed_base": timing["seed_base"], "template_seed": timing["template_seed"],
+                             "weight_seed": job["weight_seed"]},
                             BaselineCache.picked(ev.trusted.messages))
         if baselines:
             report["baselines"] = {"from": "cache" if cached else "measured", "key": baselines.key[:16]}
