@@ -3,9 +3,10 @@
 Each build runs on whatever node has two free CPUs (a CPU-only node builds for the GPUs' architecture:
 the driver pins ``TORCH_CUDA_ARCH_LIST`` from its own GPUs or ``--arch``), in that node's build cache,
 and returns the finished build folder as a tar archive through Ray's object store. Each verification is
-a task holding one of Ray's GPUs (Ray sets ``CUDA_VISIBLE_DEVICES``): it unpacks the build into its own
-node's cache when that lacks it, runs the eval script exactly as the local batch does, and returns the
-report. The driver hands reports to ``on_result`` as they complete, so the archive, the resume and the
+a task holding half of one of Ray's GPUs (Ray sets ``CUDA_VISIBLE_DEVICES``; the eval script's GPU gate
+keeps the two tasks' GPU work apart and they share the task's baselines, as in the local batch): it
+unpacks the build into its own node's cache when that lacks it, runs the eval script exactly as the local
+batch does, and returns the report. The driver hands reports to ``on_result`` as they complete, so the archive, the resume and the
 progress display are the local batch's. Without ``cuda`` (CPU tests) a verification takes one CPU.
 
 Example:
@@ -17,6 +18,8 @@ from __future__ import annotations
 
 import io
 import os
+import secrets
+import shutil
 import sys
 import tarfile
 import time
@@ -25,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from verify.batch.build_cache import MARKER, BuildCache, BuildResult, Toolchain
-from verify.batch.workers import Finished, batch_record, verify_one
+from verify.batch.workers import SLOTS_PER_GPU, Finished, batch_record, verify_one
 
 if TYPE_CHECKING:
     from verify.jobs import VerifyJob
@@ -69,7 +72,7 @@ def _build_task(job: VerifyJob, options: VerifyOptions, root: str, toolchain: To
 
 
 def _verify_task(job: VerifyJob, options: VerifyOptions, root: str, toolchain: Toolchain,
-                 built: tuple[BuildResult, bytes | None] | None) -> Finished:
+                 built: tuple[BuildResult, bytes | None] | None, batch: tuple[str, str]) -> Finished:
     options.python = sys.executable
     cache = BuildCache(root, toolchain)
     build = None
@@ -80,11 +83,29 @@ def _verify_task(job: VerifyJob, options: VerifyOptions, root: str, toolchain: T
         build = BuildResult(result.key, cache.entry(job), result.state, result.seconds, result.error)
     gpu = os.environ.get("CUDA_VISIBLE_DEVICES", "cpu")
     env = cache.environment() | ({"CUDA_VISIBLE_DEVICES": gpu} if options.device == "cuda" else {})
+    env |= gate_environment(*batch, gpu, root=str(Path(root) / "batches"))
     t0 = time.monotonic()
     report = verify_one(job, options, build=build, env=env)
     seconds = time.monotonic() - t0
     report["batch"] = batch_record(build, f"{_node()}:{gpu}", seconds)
     return Finished(job, report, build, gpu, seconds)
+
+
+def gate_environment(batch_id: str, key: str, gpu: str, root: str | None = None) -> dict[str, str]:
+    """The GPU gate and the shared-baseline folder of one GPU of this node, for one batch (as the local batch's).
+
+    ``root``: where the batch's folder goes (default the node's temporary directory).
+
+    Example:
+        >>> sorted(gate_environment("b1", "secret", "0", root="."))
+        ['KA_BASELINE_CACHE', 'KA_BASELINE_KEY', 'KA_GPU_GATE']
+    """
+    import tempfile
+
+    scratch = Path(root or tempfile.gettempdir()) / f"ka-batch-{batch_id}"
+    scratch.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return {"KA_GPU_GATE": str(scratch / f"gpu-{gpu}.lock"), "KA_BASELINE_CACHE": str(scratch / f"baselines-gpu-{gpu}"),
+            "KA_BASELINE_KEY": key}
 
 
 def _node() -> str:
@@ -102,19 +123,21 @@ def run_ray_batch(jobs: list[VerifyJob], options: VerifyOptions, on_finished: Ca
     started_here = not ray.is_initialized()
     if started_here:
         ray.init(**ray_init_arguments(address, **(init or {})))
+    batch = (secrets.token_hex(8), secrets.token_hex(32))
+    root = str(cache_root)
     try:
-        gpu_resources = {"num_gpus": 1, "num_cpus": 1} if options.device == "cuda" else {"num_cpus": 1}
+        # Two verifications per GPU, as in the local batch: the gate keeps their GPU work apart.
+        gpu_resources = {"num_gpus": 1 / SLOTS_PER_GPU, "num_cpus": 1} if options.device == "cuda" else {"num_cpus": 1}
         build_remote = ray.remote(num_cpus=2, max_retries=1)(_build_task)
         verify_remote = ray.remote(max_retries=0, **gpu_resources)(_verify_task)
-        root = str(cache_root)
         pending: dict[Any, VerifyJob] = {}
         if build:
             for job in jobs:
                 built_ref = build_remote.remote(job, options, root, toolchain)
-                pending[verify_remote.remote(job, options, root, toolchain, built_ref)] = job
+                pending[verify_remote.remote(job, options, root, toolchain, built_ref, batch)] = job
         else:
             for job in jobs:
-                pending[verify_remote.remote(job, options, root, toolchain, None)] = job
+                pending[verify_remote.remote(job, options, root, toolchain, None, batch)] = job
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
             for ref in ready:
@@ -123,3 +146,6 @@ def run_ray_batch(jobs: list[VerifyJob], options: VerifyOptions, on_finished: Ca
     finally:
         if started_here:
             ray.shutdown()
+        if address == "local":
+            # On a cluster each node's ``batches`` folder keeps the batch's locks and baselines (small).
+            shutil.rmtree(Path(root) / "batches" / f"ka-batch-{batch[0]}", ignore_errors=True)
