@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from verify.batch.build_cache import MARKER, BuildCache, BuildResult, Toolchain
-from verify.batch.workers import SLOTS_PER_GPU, Finished, batch_record, verify_one
+from verify.batch.workers import SLOTS_PER_GPU, Finished, batch_record, gate_environment, verify_one
 
 if TYPE_CHECKING:
     from verify.jobs import VerifyJob
@@ -83,29 +83,15 @@ def _verify_task(job: VerifyJob, options: VerifyOptions, root: str, toolchain: T
         build = BuildResult(result.key, cache.entry(job), result.state, result.seconds, result.error)
     gpu = os.environ.get("CUDA_VISIBLE_DEVICES", "cpu")
     env = cache.environment() | ({"CUDA_VISIBLE_DEVICES": gpu} if options.device == "cuda" else {})
-    env |= gate_environment(*batch, gpu, root=str(Path(root) / "batches"))
+    batch_id, key = batch
+    folder = Path(root) / "batches" / f"ka-batch-{batch_id}"
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    env |= gate_environment(str(folder), key, gpu)
     t0 = time.monotonic()
     report = verify_one(job, options, build=build, env=env)
     seconds = time.monotonic() - t0
     report["batch"] = batch_record(build, f"{_node()}:{gpu}", seconds)
     return Finished(job, report, build, gpu, seconds)
-
-
-def gate_environment(batch_id: str, key: str, gpu: str, root: str | None = None) -> dict[str, str]:
-    """The GPU gate and the shared-baseline folder of one GPU of this node, for one batch (as the local batch's).
-
-    ``root``: where the batch's folder goes (default the node's temporary directory).
-
-    Example:
-        >>> sorted(gate_environment("b1", "secret", "0", root="."))
-        ['KA_BASELINE_CACHE', 'KA_BASELINE_KEY', 'KA_GPU_GATE']
-    """
-    import tempfile
-
-    scratch = Path(root or tempfile.gettempdir()) / f"ka-batch-{batch_id}"
-    scratch.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return {"KA_GPU_GATE": str(scratch / f"gpu-{gpu}.lock"), "KA_BASELINE_CACHE": str(scratch / f"baselines-gpu-{gpu}"),
-            "KA_BASELINE_KEY": key}
 
 
 def _node() -> str:

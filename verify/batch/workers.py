@@ -70,6 +70,19 @@ def default_compile_workers(gpus: int = 1) -> int:
     return max(1, (cores - gpus) // 2)
 
 
+def gate_environment(folder: str, key: str, gpu: str) -> dict[str, str]:
+    """What the eval script needs to share one GPU of a batch: its gate and baseline folder in ``folder``.
+
+    ``key`` signs the shared baselines; it reaches the script's parent only, never a child.
+
+    Example:
+        >>> sorted(gate_environment("batch", "secret", "0").items())[:2]
+        [('KA_BASELINE_CACHE', 'batch/baselines-gpu-0'), ('KA_BASELINE_KEY', 'secret')]
+    """
+    return {"KA_GPU_GATE": os.path.join(folder, f"gpu-{gpu}.lock"),
+            "KA_BASELINE_CACHE": os.path.join(folder, f"baselines-gpu-{gpu}"), "KA_BASELINE_KEY": key}
+
+
 @dataclass
 class Finished:
     """One job's outcome as the workers hand it back."""
@@ -139,9 +152,7 @@ class LocalBatch:
 
     def _gpu_worker(self, gpu: str) -> None:
         env = {"CUDA_VISIBLE_DEVICES": gpu} if self.options.device == "cuda" else {}
-        env["KA_GPU_GATE"] = os.path.join(self._gates.name, f"gpu-{gpu}.lock")
-        env["KA_BASELINE_CACHE"] = os.path.join(self._gates.name, f"baselines-gpu-{gpu}")
-        env["KA_BASELINE_KEY"] = self._baseline_key
+        env |= gate_environment(self._gates.name, self._baseline_key, gpu)
         if self.cache is not None:
             env |= self.cache.environment()
         try:

@@ -328,25 +328,26 @@ def fails_l2_bound(out: Any, ref64: Any, ref32: Any | None, policy: dict[str, An
         return False
     flat_o, flat_r = out.detach().reshape(-1), ref64.detach().reshape(-1)
     flat_32 = ref32.detach().reshape(-1) if ref32 is not None and tuple(ref32.shape) == tuple(ref64.shape) else None
-    ref_sq = diff_sq = err_sq = 0.0
+    ref_norms, diff_norms, err_norms = [], [], []
     for i in range(0, flat_r.numel(), JUDGE_CHUNK):
         o = flat_o[i:i + JUDGE_CHUNK].to(torch.float64)
         r = flat_r[i:i + JUDGE_CHUNK].to(torch.float64)
         if not (bool(torch.isfinite(o).all()) and bool(torch.isfinite(r).all())):
             return False
-        ref_sq += float(torch.linalg.vector_norm(r)) ** 2
-        diff_sq += float(torch.linalg.vector_norm(o - r)) ** 2
+        ref_norms.append(float(torch.linalg.vector_norm(r)))
+        diff_norms.append(float(torch.linalg.vector_norm(o - r)))
         if flat_32 is not None:
             r32 = flat_32[i:i + JUDGE_CHUNK].to(torch.float64)
             if not bool(torch.isfinite(r32).all()):
                 return False
-            err_sq += float(torch.linalg.vector_norm(r32 - r)) ** 2
-    if not (0.0 < ref_sq < math.inf and diff_sq < math.inf and err_sq < math.inf):
+            err_norms.append(float(torch.linalg.vector_norm(r32 - r)))
+    ref_norm, diff_norm, err_norm = _norm(ref_norms), _norm(diff_norms), _norm(err_norms)
+    if not (0.0 < ref_norm < math.inf and diff_norm < math.inf and err_norm < math.inf):
         return False
     bound = policy["max_rel_l2"]
     if flat_32 is not None:
-        bound = max(bound, policy["fp32_l2_factor"] * math.sqrt(err_sq / ref_sq))
-    return math.sqrt(diff_sq / ref_sq) > bound * (1 + 1e-6)
+        bound = max(bound, policy["fp32_l2_factor"] * err_norm / ref_norm)
+    return diff_norm / ref_norm > bound * (1 + 1e-6)
 
 
 def _max(values: Any) -> float:
