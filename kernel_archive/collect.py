@@ -77,7 +77,8 @@ class CollectOptions:
     clang_tidy: bool = True
     device: str = "cuda"
     force: bool = False
-    profile_jobs: int = 1
+    profile_jobs: int | None = None
+    """Kernels profiled at once (default two per GPU: one measured while the next starts) and clang-tidied at once."""
     trials: int = 5
     compile_baseline: bool = True
     shape_probe: bool = True
@@ -189,8 +190,13 @@ def _verify(run: RunFolder, options: CollectOptions, summary: CollectSummary, pr
     summary.statuses = dict(statuses)
 
 
-def profile_code(kernel: RunKernel, task_code: str, *, ncu: bool, python: str) -> dict[str, Any]:
-    """Run the eval script's ``--profile`` mode on a kernel not in any archive; its report."""
+def profile_code(kernel: RunKernel, task_code: str, *, ncu: bool, python: str, build_dir: Path | None = None,
+                 env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run the eval script's ``--profile`` mode on a kernel not in any archive; its report.
+
+    ``build_dir`` is the kernel's build-cache entry when the verify step built it (the profile then loads that
+    build instead of compiling again); ``env`` adds variables (the build's toolchain, the GPU and its gate).
+    """
     from verify.script import render_script, write_script
 
     text = render_script(task_code=task_code, functional_code=None, kernel_code=kernel.code, form=kernel.form,
@@ -201,13 +207,61 @@ def profile_code(kernel: RunKernel, task_code: str, *, ncu: bool, python: str) -
         command = [python, str(script), "--profile", "--json", "--report", str(report_path)]
         if not ncu:
             command.append("--no-ncu")
+        if build_dir is not None:
+            command += ["--build-dir", str(build_dir)]
         try:
-            subprocess.run(command, capture_output=True, text=True, timeout=PROFILE_TIMEOUT_S, stdin=subprocess.DEVNULL)
+            subprocess.run(command, capture_output=True, text=True, timeout=PROFILE_TIMEOUT_S, stdin=subprocess.DEVNULL,
+                           env=None if env is None else dict(os.environ) | env)
         except subprocess.TimeoutExpired:
             return {"status": "error", "error": f"profiling ran past {PROFILE_TIMEOUT_S:.0f}s and was stopped"}
         if not report_path.is_file():
             return {"status": "error", "error": "the eval script wrote no profile report"}
         return json.loads(report_path.read_text())
+
+
+@dataclass
+class ProfileSetup:
+    """Where collect's profiles run: one GPU gate per GPU (so parallel profiles take each GPU in turn while the
+    next one starts up) and the verify step's build cache, whose builds the profiles load."""
+
+    gates: Path
+    gpus: list[str]
+    cache: Any = None
+    """A ``verify.batch.build_cache.BuildCache``, or None (no batch, or no torch to detect the toolchain)."""
+
+    @classmethod
+    def create(cls, options: CollectOptions, gates: Path) -> ProfileSetup:
+        """The setup for ``options``, with gate files under ``gates``."""
+        from verify.batch.workers import parse_gpus
+
+        cache = None
+        if options.batch:
+            from verify.batch.build_cache import BuildCache, default_root, detect_toolchain
+
+            try:
+                cache = BuildCache(options.build_cache or default_root(), detect_toolchain(options.python))
+            except RuntimeError:
+                cache = None
+        return cls(gates=gates, gpus=parse_gpus(options.gpus), cache=cache)
+
+    def build_dir(self, run: RunFolder, kernel: RunKernel) -> Path | None:
+        """The kernel's build-cache entry if the verify step built it successfully."""
+        if self.cache is None:
+            return None
+        job = _job(run, kernel)
+        found = self.cache.marker(job)
+        return self.cache.entry(job) if found and found.get("ok") else None
+
+    def environment(self, index: int) -> dict[str, str]:
+        """Variables for the ``index``-th profile: its GPU, that GPU's gate and the build's toolchain.
+
+        Example:
+            >>> ProfileSetup(Path("g"), ["0", "1"]).environment(3)["CUDA_VISIBLE_DEVICES"]
+            '1'
+        """
+        gpu = self.gpus[index % len(self.gpus)]
+        env = {"CUDA_VISIBLE_DEVICES": gpu, "KA_GPU_GATE": str(self.gates / f"gpu-{gpu}.lock")}
+        return env | (self.cache.environment() if self.cache is not None else {})
 
 
 def profile_attempts(run: RunFolder, kernel: RunKernel) -> int:
@@ -221,8 +275,10 @@ def _missing(run: RunFolder, kernel: RunKernel, options: CollectOptions) -> list
     return wanted if options.force else [k for k in wanted if not run.result_path(kernel, k).is_file()]
 
 
-def _profile_one(run: RunFolder, kernel: RunKernel, options: CollectOptions, kinds: list[str], attempts: int) -> list[str]:
-    report = profile_code(kernel, run.tasks[kernel.task].code or "", ncu="ncu" in kinds, python=options.python)
+def _profile_one(run: RunFolder, kernel: RunKernel, options: CollectOptions, kinds: list[str], attempts: int,
+                 setup: ProfileSetup, index: int) -> list[str]:
+    report = profile_code(kernel, run.tasks[kernel.task].code or "", ncu="ncu" in kinds, python=options.python,
+                          build_dir=setup.build_dir(run, kernel), env=setup.environment(index))
     written = []
     for kind in kinds:
         value = report.get(PROFILED_FILES[kind])
@@ -236,14 +292,16 @@ def _profile_one(run: RunFolder, kernel: RunKernel, options: CollectOptions, kin
 
 
 def _profile_pass(run: RunFolder, options: CollectOptions, pending: dict[str, RunKernel], jobs: int,
-                  attempts: dict[str, int], summary: CollectSummary, progress: Progress, clock: Clock) -> None:
-    def one(kernel: RunKernel) -> list[str] | None:
+                  attempts: dict[str, int], summary: CollectSummary, progress: Progress, clock: Clock,
+                  setup: ProfileSetup) -> None:
+    def one(item: tuple[int, RunKernel]) -> list[str] | None:
+        index, kernel = item
         if not clock.left():
             return None
-        return _profile_one(run, kernel, options, _missing(run, kernel, options), attempts[kernel.key])
+        return _profile_one(run, kernel, options, _missing(run, kernel, options), attempts[kernel.key], setup, index)
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        for kernel, kinds in zip(pending.values(), pool.map(one, pending.values()), strict=True):
+        for kernel, kinds in zip(pending.values(), pool.map(one, enumerate(pending.values())), strict=True):
             if kinds is not None:
                 attempts[kernel.key] += 1
                 summary.written.update(kinds)
@@ -254,9 +312,9 @@ def _profile(run: RunFolder, options: CollectOptions, summary: CollectSummary, p
              clock: Clock) -> None:
     """Profile in parallel, then retry one by one what is still missing.
 
-    Nsight Compute serialises profiling through a lock file in $TMPDIR, but the eval script gives each run
-    its own TMPDIR, so parallel runs can collide on the GPU's counters: a kernel whose NCU export is missing
-    after the parallel pass gets a second, serial attempt (at most MAX_PROFILE_ATTEMPTS in all).
+    Parallel profiles share each GPU through its gate (``ProfileSetup``): only start-up overlaps, never two
+    profilers' GPU work. A kernel whose NCU export is still missing after the parallel pass gets a second,
+    serial attempt (at most MAX_PROFILE_ATTEMPTS in all).
     """
     pending: dict[str, RunKernel] = {}
     attempts: dict[str, int] = {}
@@ -273,13 +331,17 @@ def _profile(run: RunFolder, options: CollectOptions, summary: CollectSummary, p
         else:
             pending[kernel.key] = kernel
     progress.start("profile (torch.profiler" + (", ncu)" if options.ncu else ")"), total=len(pending))
-    _profile_pass(run, options, pending, max(1, options.profile_jobs), attempts, summary, progress, clock)
-    if options.profile_jobs > 1 and options.ncu:
-        retry = {key: k for key, k in pending.items()
-                 if "ncu" in _missing(run, k, options) and attempts[key] < MAX_PROFILE_ATTEMPTS}
-        if retry:
-            progress.start("profile, serial retry of missing NCU exports", total=len(retry))
-            _profile_pass(run, replace(options, force=False), retry, 1, attempts, summary, progress, clock)
+    with tempfile.TemporaryDirectory(prefix="ka-collect-gates-") as gates:
+        setup = ProfileSetup.create(options, Path(gates)) if pending else ProfileSetup(Path(gates), ["0"])
+        jobs = options.profile_jobs or 2 * len(setup.gpus)
+        _profile_pass(run, options, pending, jobs, attempts, summary, progress, clock, setup)
+        if jobs > 1 and options.ncu:
+            retry = {key: k for key, k in pending.items()
+                     if "ncu" in _missing(run, k, options) and attempts[key] < MAX_PROFILE_ATTEMPTS}
+            if retry:
+                progress.start("profile, serial retry of missing NCU exports", total=len(retry))
+                _profile_pass(run, replace(options, force=False), retry, 1, attempts, summary, progress, clock,
+                              setup)
     for kernel in pending.values():
         missing = _missing(run, kernel, replace(options, force=False))
         if missing:
@@ -306,7 +368,7 @@ def _clang_tidy(run: RunFolder, options: CollectOptions, summary: CollectSummary
     pending = [k for k in run.kernels if options.force or not run.result_path(k, "clang-tidy").is_file()]
     summary.skipped["clang-tidy"] += len(run.kernels) - len(pending)
     progress.start("clang-tidy", total=len(pending))
-    with ThreadPoolExecutor(max_workers=max(1, options.profile_jobs)) as pool:
+    with ThreadPoolExecutor(max_workers=options.profile_jobs or os.cpu_count() or 1) as pool:
         results = pool.map(lambda k: _clang_tidy_one(run, k) if clock.left() else None, pending)
         for kernel, ok in zip(pending, results, strict=True):
             if ok is None:
@@ -398,7 +460,9 @@ def argument_parser() -> argparse.ArgumentParser:
         parser.add_argument(f"--no-{flag}", action="store_true", help=f"Skip {what}.")
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     parser.add_argument("--force", action="store_true", help="Redo steps whose results exist.")
-    parser.add_argument("--profile-jobs", type=int, default=1, help="Kernels profiled / clang-tidied at once.")
+    parser.add_argument("--profile-jobs", type=int, default=None,
+                        help="Kernels profiled (and clang-tidied) at once. Default: two per GPU, which take the "
+                             "GPU in turn (one starts up while the other is measured); clang-tidy: one per core.")
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--no-compile-baseline", action="store_true", help="Skip the torch.compile baseline.")
     parser.add_argument("--no-shape-probe", action="store_true", help="Do not try kernels at other shapes.")

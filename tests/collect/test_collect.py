@@ -162,9 +162,12 @@ class FakeProfiler:
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, bool]] = []
+        self.envs: list[dict[str, str]] = []
 
-    def __call__(self, kernel: Any, task_code: str, *, ncu: bool, python: str) -> dict[str, Any]:
+    def __call__(self, kernel: Any, task_code: str, *, ncu: bool, python: str, build_dir: Path | None = None,
+                 env: dict[str, str] | None = None) -> dict[str, Any]:
         self.calls.append((kernel.name, ncu))
+        self.envs.append(env or {})
         if kernel.name == "cheat":
             return {"status": "error", "torch_profile": {}, "ncu_error": "no kernels were profiled"}
         collided = kernel.name == "inline" and sum(1 for name, _ in self.calls if name == "inline") == 1
@@ -193,6 +196,32 @@ def test_profiles_are_written_and_a_missing_ncu_export_is_retried_serially(
     assert summary.problems == ["relu/cheat: no torch or ncu profile (see results/relu/cheat.profile.json)"]
     again = collect(run, PROFILE_ONLY)
     assert again.skipped == {"profile": 2, "profile (no result after 2 attempts)": 1} and not again.written
+    gates = {env["KA_GPU_GATE"] for env in fake.envs}
+    assert len(gates) == 1 and next(iter(gates)).endswith("gpu-0.lock"), "parallel profiles share the GPU's gate"
+    assert {env["CUDA_VISIBLE_DEVICES"] for env in fake.envs} == {"0"}
+
+
+def test_profiles_load_the_verify_steps_build_and_take_turns_on_each_gpu(tmp_path: Path) -> None:
+    from ingest.run_folder import read_run_folder
+    from kernel_archive.collect import ProfileSetup, _job
+    from verify.batch.build_cache import MARKER, BuildCache, Toolchain
+
+    run = read_run_folder(own_run(tmp_path / "run", results=False))
+    naive, inline = (k for k in run.kernels if k.name in ("naive", "inline"))
+    cache = BuildCache(tmp_path / "cache", Toolchain(torch="2.13.0", cuda="13.0", python="3.12", nvcc=None,
+                                                     arch="9.0"))
+    for kernel, ok in ((naive, True), (inline, False)):
+        entry = cache.entry(_job(run, kernel))
+        entry.mkdir(parents=True)
+        (entry / MARKER).write_text(json.dumps({"ok": ok}))
+    setup = ProfileSetup(tmp_path / "gates", ["2", "5"], cache)
+    assert setup.build_dir(run, naive) == cache.entry(_job(run, naive))
+    assert setup.build_dir(run, inline) is None, "a failed build is compiled again by the profile, not loaded"
+    assert ProfileSetup(tmp_path / "gates", ["0"]).build_dir(run, naive) is None
+    envs = [setup.environment(i) for i in range(4)]
+    assert [e["CUDA_VISIBLE_DEVICES"] for e in envs] == ["2", "5", "2", "5"]
+    assert envs[0]["KA_GPU_GATE"] == envs[2]["KA_GPU_GATE"] != envs[1]["KA_GPU_GATE"]
+    assert envs[0]["TORCH_CUDA_ARCH_LIST"] == "9.0", "the profile builds with the verify step's toolchain"
 
 
 def test_kernels_that_did_not_run_are_not_profiled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -638,45 +638,77 @@ def timeline(t_start: float, children: list[ChildReport],
 
 
 def profile_report(args: argparse.Namespace, embedded: dict[str, Any], script: str) -> dict[str, Any]:
-    """Compile, then profile the candidate with torch.profiler and (unless --no-ncu) Nsight Compute."""
+    """Compile, then profile the candidate with torch.profiler and (unless --no-ncu) Nsight Compute.
+
+    Behind a GPU gate (``KA_GPU_GATE``, as in a batch) the compile step runs first with the GPU hidden, and
+    both profiling children start Python, import torch and wait before touching CUDA, so only their GPU work
+    holds the gate: a collect profiling two kernels at once starts one while the other is measured, and no
+    two profiles (nor a profile and a verification's timing) ever share the GPU.
+    """
     from verify.harness.static import kernel_names
 
     report = _base_report(embedded, "profile")
     root = Path(tempfile.mkdtemp(prefix="ka-profile-"))
-    env = scrubbed_environment(dict(os.environ), str(root))
+    env = candidate_environment(dict(os.environ), str(root), args.build_dir)
     python = [sys.executable, script]
-    job = {"device": "cuda", "weight_seed": 1234, "work": str(root), "warmup": 2, "calls": 5}
-    # Profiling runs candidate code and Nsight Compute's replays: the GPU is this script's alone meanwhile.
+    job: dict[str, Any] = {"device": "cuda", "weight_seed": 1234, "work": str(root), "warmup": 2, "calls": 5}
+    if args.build_dir:
+        job["build_dir"] = str(Path(args.build_dir).resolve())
     gate = GpuGate(os.environ.get("KA_GPU_GATE"))
-    gate.acquire()
+    marks: list[tuple[float, str]] = [(time.monotonic(), "start")]
+    children: list[ChildProcess] = []
     try:
-        compile_job, profile_job = root / "compile-job.json", root / "profile-job.json"
-        compile_job.write_text(json.dumps(job))
-        profile_job.write_text(json.dumps(job))
-        compiled = run_child([*python, "--role", "compile", "--job", str(compile_job)], role="compile", env=env,
-                             cwd=root, timeout_s=args.compile_timeout)
-        if not compiled.ok:
-            report.update(status="error", error=compiled.failure())
-            return report
-        torch_run = run_child([*python, "--role", "profile", "--job", str(profile_job)], role="profile", env=env,
-                              cwd=root, timeout_s=args.run_timeout)
-        events = (torch_run.first("torch-profile") or {}).get("events")
-        report["torch_profile"] = events
-        if not torch_run.ok:
-            report["torch_profile_error"] = torch_run.failure()
+        compile_job = root / "compile-job.json"
+
+        def compile_step(hide_gpu: bool) -> ChildReport:
+            compile_job.write_text(json.dumps(job))
+            return run_child([*python, "--role", "compile", "--job", str(compile_job)], role="compile",
+                             env=env | ({"CUDA_VISIBLE_DEVICES": ""} if hide_gpu else {}), cwd=root,
+                             timeout_s=args.compile_timeout)
+
+        compiled = compile_step(hide_gpu=bool(gate.path))
+        marks.append((time.monotonic(), "compiled"))
+        wait_s = args.compile_timeout + 2 * args.run_timeout + args.ncu_timeout + 600
+        torch_go, ncu_go = root / "go-torch", root / "go-ncu"
+        torch_job, ncu_job, csv_path = root / "profile-job.json", root / "ncu-job.json", root / "ncu.csv"
+        torch_job.write_text(json.dumps(job | {"gate_file": str(torch_go), "gate_timeout_s": wait_s}))
+        torch_child = ChildProcess([*python, "--role", "profile", "--job", str(torch_job)], role="profile",
+                                   env=env, cwd=root)
+        children.append(torch_child)
+        ncu_child: ChildProcess | None = None
         if not args.no_ncu:
-            ncu_job = root / "ncu-job.json"
-            ncu_job.write_text(json.dumps(job | {"torch_profile": False, "calls": 11}))
-            csv_path = root / "ncu.csv"
+            ncu_job.write_text(json.dumps(job | {"torch_profile": False, "calls": 11, "gate_file": str(ncu_go),
+                                                 "gate_timeout_s": wait_s}))
             names = kernel_names(embedded["kernel_code"])
             command = ["ncu", "--csv", "--page", "details", "-c", "5", "-s", "6", "--log-file", str(csv_path)]
             for section in [s.strip() for s in args.ncu_sections.split(",") if s.strip()]:
                 command += ["--section", section]
             if names:
                 command += ["-k", "regex:" + "|".join(names)]
-            ncu_run = run_child([*command, *python, "--role", "profile", "--job", str(ncu_job)], role="ncu", env=env,
-                                cwd=root, timeout_s=args.ncu_timeout, channel=False)
             report["ncu_command"] = " ".join(command)
+            ncu_child = ChildProcess([*command, *python, "--role", "profile", "--job", str(ncu_job)], role="ncu",
+                                     env=env, cwd=root, channel=False)
+            children.append(ncu_child)
+        gate.acquire()
+        marks.append((time.monotonic(), "gpu-gate"))
+        if not compiled.ok and gate.path:
+            compiled = compile_step(hide_gpu=False)
+        if not compiled.ok:
+            report.update(status="error", error=compiled.failure())
+            return report
+        torch_child.restart_clock()
+        torch_go.touch()
+        torch_run = torch_child.wait(args.run_timeout)
+        marks.append((time.monotonic(), "torch-profiled"))
+        events = (torch_run.first("torch-profile") or {}).get("events")
+        report["torch_profile"] = events
+        if not torch_run.ok:
+            report["torch_profile_error"] = torch_run.failure()
+        if ncu_child is not None:
+            ncu_child.restart_clock()
+            ncu_go.touch()
+            ncu_run = ncu_child.wait(args.ncu_timeout)
+            marks.append((time.monotonic(), "ncu-profiled"))
             report["ncu_csv"] = csv_path.read_text(errors="replace") if csv_path.is_file() else None
             if ncu_run.returncode != 0 or not report["ncu_csv"]:
                 report["ncu_error"] = ncu_run.failure()
@@ -685,6 +717,10 @@ def profile_report(args: argparse.Namespace, embedded: dict[str, Any], script: s
         return report
     finally:
         gate.release()
+        for child in children:
+            if child.report.returncode is None:
+                child.wait(0.1)
+        report["timeline"] = [{"at_s": round(at - marks[0][0], 3), "phase": phase} for at, phase in marks[1:]]
         report["finished_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         shutil.rmtree(root, ignore_errors=True)
 

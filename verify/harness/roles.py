@@ -703,6 +703,9 @@ _URANDOM = os.urandom
 def role_profile(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, blobs: BlobChannel) -> None:
     """Run the candidate on the task's own inputs for a profiler: warm-up, then profiled calls.
 
+    With a ``gate_file`` it imports torch and the task, then waits for that file before touching CUDA (the
+    parent creates it once it holds the GPU gate).
+
     Under ``ncu`` (``job['torch_profile']`` false) this only makes the launches ncu records; otherwise it
     reports ``torch.profiler`` key averages in the archive's torch-profile format.
     """
@@ -712,6 +715,8 @@ def role_profile(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
     work = Path(job["work"])
     pin_flags(torch)
     task, functional = _load_task(embedded, work)
+    if job.get("gate_file"):
+        wait_until(Path(job["gate_file"]).exists, job.get("gate_timeout_s", 3600))
     reference, init_inputs = _build_reference(torch, task, functional, embedded["form"], job["weight_seed"], device)
     candidate = _load_candidate(torch, embedded, work, job.get("build_dir"))
     if embedded["form"] == "cuda-binding":

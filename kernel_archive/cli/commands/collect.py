@@ -46,8 +46,9 @@ def collect(
     device: Annotated[str, typer.Option(
         "--device", help="cuda, or cpu for a clang-tidy-only run on a machine without a GPU.")] = "cuda",
     force: Annotated[bool, typer.Option("--force", help="Redo steps whose results exist.")] = False,
-    profile_jobs: Annotated[int, typer.Option(
-        "--profile-jobs", min=1, help="Kernels profiled (and clang-tidied) at once.")] = 1,
+    profile_jobs: Annotated[int | None, typer.Option(
+        "--profile-jobs", min=1, help="Kernels profiled (and clang-tidied) at once. Default: two per GPU, which "
+        "take the GPU in turn (one starts up while the other is measured); clang-tidy: one per core.")] = None,
     trials: Annotated[int, typer.Option("--trials", min=1, help="Correctness trials per kernel.")] = 5,
     no_compile_baseline: Annotated[
         bool, typer.Option("--no-compile-baseline", help="Skip the torch.compile baseline (faster).")] = False,
