@@ -147,7 +147,7 @@ INSERT OR IGNORE INTO score_kinds VALUES
         INSERT INTO clang_tidy_findings_v2 SELECT * FROM clang_tidy_findings;
         DROP TABLE clang_tidy_findings;
         ALTER TABLE clang_tidy_findings_v2 RENAME TO clang_tidy_findings;
-        CREATE TABLE profile_raw_v2 (kernel_id VARCHAR NOT NULL, origin VARCHAR NOT NULL, kind VARCHAR NOT NULL, raw VARCHAR NOT NULL);
+        CREATE TABLE profile_raw_v2 (kernel_id VARCHAR NOT NULL, origin VARCHAR NOT NULL, kind VARCHAR NOT NULL, raw VARCHAR NOT NULL USING COMPRESSION zstd);
         INSERT INTO profile_raw_v2 SELECT * FROM profile_raw;
         DROP TABLE profile_raw;
         ALTER TABLE profile_raw_v2 RENAME TO profile_raw;

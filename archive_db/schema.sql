@@ -4,6 +4,9 @@
 -- every ingest is idempotent: inserting the same facts twice adds no rows. Foreign keys are documented
 -- rather than declared because DuckDB checks them row by row, which makes bulk loads of profile rows
 -- several times slower; archive_db.writer keeps them consistent instead.
+-- The two long-text columns (kernels.code, profile_raw.raw) are stored with zstd: DuckDB's own choice for
+-- them (dictionary + FSST) made an ingest's commit three times slower and its file twice the size (a storage
+-- choice, not a schema change: archives created before keep the automatic one and read the same).
 -- Later schema versions are reached by the forward steps in archive_db/migrations.py.
 
 CREATE TABLE IF NOT EXISTS schema_info (
@@ -97,7 +100,7 @@ CREATE TABLE IF NOT EXISTS kernels (
     source           VARCHAR NOT NULL,       -- sources.name
     name             VARCHAR NOT NULL,
     form             VARCHAR NOT NULL,       -- cuda-binding | model-new | cuda-source | unreleased
-    code             VARCHAR,                -- NULL only when the source released timings, not code
+    code             VARCHAR USING COMPRESSION zstd,  -- NULL only when the source released timings, not code
     code_hash        VARCHAR,                -- sha256 of code
     generator        VARCHAR,                -- model or system that wrote it, when known
     experiment       VARCHAR,                -- e.g. 20250202_optimize_b10_s4_e0_sweep
@@ -224,7 +227,7 @@ CREATE TABLE IF NOT EXISTS profile_raw (
     kernel_id  VARCHAR NOT NULL,
     origin     VARCHAR NOT NULL,
     kind       VARCHAR NOT NULL,             -- ncu | torch | clang-tidy
-    raw        VARCHAR NOT NULL
+    raw        VARCHAR NOT NULL USING COMPRESSION zstd
 );
 
 -- Strategy tags from static analysis (embeddings/strategies), with the line that earned each.
