@@ -29,19 +29,37 @@ def sha256(text: str | bytes) -> str:
 def short_hash(*parts: Any) -> str:
     """A 16-hex-digit key from any JSON-serialisable parts, order-sensitive.
 
-    Parts that are all strings (a kernel's key, with its whole code) are joined as ``json.dumps`` would
-    write them, each string escaped by the same function, without the encoder's general machinery.
+    Parts that are strings (a kernel's key, with its whole code) or dicts of strings (a measurement's identity)
+    are joined as ``json.dumps`` would write them, each string escaped by the same function, without the
+    encoder's general machinery.
 
     Example:
         >>> blob = json.dumps(["kernel", 'x = "1"\\n'], ensure_ascii=False, separators=(",", ":"))
         >>> short_hash("kernel", 'x = "1"\\n') == hashlib.sha256(blob.encode()).hexdigest()[:KEY_LENGTH]
         True
     """
-    if all(type(part) is str for part in parts):
-        blob = "[" + ",".join(map(_json_string, parts)) + "]"
-    else:
+    texts = [_plain_json(part) for part in parts]
+    if None in texts:
         blob = json.dumps(parts, sort_keys=True, default=str, ensure_ascii=False, separators=(",", ":"))
+    else:
+        blob = "[" + ",".join(texts) + "]"  # type: ignore[arg-type]
     return sha256(blob)[:KEY_LENGTH]
+
+
+def _plain_json(part: Any) -> str | None:
+    """``part`` as ``short_hash``'s ``json.dumps`` writes it, for a string or a dict of strings and Nones (a
+    measurement's identity); None for anything else.
+
+    Example:
+        >>> _plain_json({"gpu": "H100", "a": None}), _plain_json(1.5)
+        ('{"a":null,"gpu":"H100"}', None)
+    """
+    if type(part) is str:
+        return _json_string(part)
+    if type(part) is dict and all(type(k) is str and (v is None or type(v) is str) for k, v in part.items()):
+        items = sorted(part.items())
+        return "{" + ",".join(f"{_json_string(k)}:{'null' if v is None else _json_string(v)}" for k, v in items) + "}"
+    return None
 
 
 def git_blob_sha1(text: str) -> str:

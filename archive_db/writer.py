@@ -228,10 +228,12 @@ class ArchiveWriter:
 
     def _keys_unique(self, keys: list[str], arrow_staging: pa.Table) -> bool:
         """Whether no two staged rows share a key: then they are inserted as they are, since DISTINCT ON
-        over every column costs up to six times the insert (the kernels' code is copied through a hash table)."""
-        row = self.con.execute(
-            f"SELECT count(*) FROM (SELECT DISTINCT {', '.join(keys)} FROM arrow_staging)"
-        ).fetchall()
+        over every column costs up to six times the insert (the kernels' code is copied through a hash table).
+
+        Counts distinct hashes of the key, not keys (half the time: no strings in the hash table): as many
+        hashes as rows proves the keys distinct; a collision only sends the batch through DISTINCT ON.
+        """
+        row = self.con.execute(f"SELECT count(DISTINCT hash({', '.join(keys)})) FROM arrow_staging").fetchall()
         return int(row[0][0]) == arrow_staging.num_rows
 
     def _may_clash(self, table: str, first_key: str, arrow_staging: pa.Table) -> bool:

@@ -21,7 +21,7 @@ from archive_db.links import resolve_links
 from archive_db.queries import profiled_kernels, profiled_origins
 from archive_db.records import add_source
 from archive_db.scores import add_score_kinds
-from archive_db.settings import set_memory_limit
+from archive_db.settings import set_memory_limit, threads
 from archive_db.sources import SourceIdentity, identity_conflict, source_identity
 from archive_db.transaction import Connection
 from archive_db.writer import ArchiveWriter
@@ -104,6 +104,11 @@ otherwise keep in memory (about 1 GB for the whole AI CUDA Engineer Archive); pa
 them to a temporary file beside the archive. 448 MB keeps the 30,615-row benchmark ingest under 1 GB of
 peak RSS (about 900 MiB; 1,000-1,035 MiB at 768 MB) for about half a second more CPU."""
 
+LOAD_THREADS = 1
+"""DuckDB threads while bundles are written: each insert is one batch of rows, where a second thread costs
+more in hand-offs than it saves (a quarter more CPU for the inserts), and an adapter's parser workers hold
+the other cores. The links, hooks and commit (whose checkpoint compresses in parallel) get them all back."""
+
 
 class _ProfileLookup:
     """``IngestRequest.known_profiles`` for one ingest: each origin's profiled kernels read once, when first asked.
@@ -152,7 +157,7 @@ def ingest_source(
     request.options = adapter.parse_options(request.options)
     started = time.perf_counter()
     records = 0
-    with connect(db) as con, ArchiveWriter(con) as writer:
+    with connect(db) as con, threads(con, LOAD_THREADS) as all_threads, ArchiveWriter(con) as writer:
         set_memory_limit(con, INGEST_MEMORY_LIMIT)
         check_source_identity(con, request, adapter_name)
         request.known_profiles = _ProfileLookup(con)
@@ -164,6 +169,7 @@ def ingest_source(
             for row in bundle.rows.get("source_origins", ()):
                 row.setdefault("upstream", upstream_of(row["origin"], request))
             writer.write(bundle)
+        all_threads()
         links = resolve_links(con)
         hooks = {name: hook(con) for name, hook in post_write}
         added = Counter(writer.added)

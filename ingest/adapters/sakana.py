@@ -223,7 +223,7 @@ def _parquet_part(path: Path, source: str) -> Part:
 
     def batches() -> Iterator[tuple[Sequence[int], list[dict[str, Any]]]]:
         first = 1
-        iterator = parquet.iter_batches(batch_size=BATCH_ROWS)
+        iterator = parquet.iter_batches(batch_size=BATCH_ROWS, use_threads=False)  # the workers hold the cores
         while True:
             try:
                 batch = next(iterator)
