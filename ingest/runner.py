@@ -163,12 +163,19 @@ def ingest_source(
         request.known_profiles = _ProfileLookup(con)
         if derivation is not None:
             request.derivation, request.derived = derivation, partial(derivation.done, con)
-        writer.write(_source_row(request, adapter_name))
+        # The source row goes in with the adapter's first bundle, not before it starts: the first Arrow insert
+        # imports pandas (DuckDB's scan checks for frames), 0.3 s better spent after any parser workers start.
+        source_row: Bundle | None = _source_row(request, adapter_name)
         for bundle in adapter.read(request):
+            if source_row is not None:
+                writer.write(source_row)
+                source_row = None
             records += bundle.input_records
             for row in bundle.rows.get("source_origins", ()):
                 row.setdefault("upstream", upstream_of(row["origin"], request))
             writer.write(bundle)
+        if source_row is not None:
+            writer.write(source_row)
         all_threads()
         links = resolve_links(con)
         hooks = {name: hook(con) for name, hook in post_write}

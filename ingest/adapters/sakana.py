@@ -92,6 +92,9 @@ BATCH_ROWS = 1024
 """Rows per record batch read from parquet, and per bundle written."""
 PARSE_WORKERS = 2
 """Processes parsing the Python-literal profiles."""
+IN_FLIGHT = 3
+"""Batches handed to the parser pool before the oldest is written: the workers always hold the next batch's
+halves while this process writes one and builds another (with 2, they sometimes waited on it)."""
 POOL_MIN_ROWS = 4096
 """Inputs smaller than this are parsed in-process: starting the pool would cost more than it saves."""
 JSONL_BYTES_PER_ROW = 13_000
@@ -460,7 +463,7 @@ def read(request: IngestRequest) -> Iterator[Bundle]:
             for positions, rows in part.batches():
                 part_rows += len(rows)
                 pending.append(_start_batch(builder, part, positions, rows, pool, request))
-                if len(pending) > 1:
+                if len(pending) >= IN_FLIGHT:
                     item = pending.popleft()
                     n_rows += item.n_rows
                     yield _finish_batch(item, source)
