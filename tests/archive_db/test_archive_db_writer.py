@@ -168,3 +168,27 @@ def test_keys_repeated_across_writes_of_one_transaction_land_once(archive_path: 
         rows = con.execute("SELECT kernel_id, metric, count(*) FROM ncu_metrics GROUP BY ALL ORDER BY ALL").fetchall()
     assert rows == [(k, m, 1) for k in ("k0", "k1", "k2", "k3") for m in ("a", "b")]
     assert writer.added["ncu_metrics"] == (6 if filled_before else 8)
+
+
+@pytest.mark.parametrize("filled_before", [False, True])
+def test_measurements_of_one_key_in_two_writes_of_one_transaction_merge(archive_path: Path, filled_before: bool) -> None:
+    """The writer remembers the measurement ids it wrote to a table that was empty at first (else it asks the
+    table): a later write of the same id merges into that row, it does not add a second."""
+    def bundle(origin: str, **fields: float | None) -> Bundle:
+        b = Bundle()
+        task = add_task(b, "demo", REFERENCE, level=1, problem_id=9, name="9_Double")
+        kernel = add_kernel(b, "demo", task, "k", "model-new", "class ModelNew: pass")
+        add_measurement(b, "demo", kernel, origin=origin, gpu="H100", correct=True, **fields)
+        return b
+
+    if filled_before:
+        with connect(archive_path) as con, ArchiveWriter(con) as writer:
+            writer.write(bundle("before.jsonl", kernel_ms=None))
+    with connect(archive_path) as con, ArchiveWriter(con) as writer:
+        writer.write(bundle("first.jsonl", kernel_ms=None))
+        writer.write(bundle("second.jsonl", kernel_ms=0.5, speedup_eager=2.0))
+    with connect(archive_path, read_only=True) as con:
+        rows = con.execute("SELECT origins, kernel_ms, speedup_eager FROM measurements").fetchall()
+    origins = ["before.jsonl"] * filled_before + ["first.jsonl", "second.jsonl"]
+    assert rows == [(origins, 0.5, 2.0)]
+    assert writer.added["measurements"] == (0 if filled_before else 1)
