@@ -226,10 +226,15 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
                  parameters={n: list(p.shape) for n, p in model.state_dict().items()},
                  init_inputs=repr(init_inputs)[:500])
     model64 = copy.deepcopy(model).double()
+    state_before = {n: t.detach().clone() for n, t in model.state_dict().items()}
     for trial in job["trials"]:
         inputs = make_inputs(task.get_inputs, trial["seed"], trial["distribution"], device)
         torch.save(_cpu(inputs), shared / f"inputs-{trial['index']}.pt")
         ref32, precision = _send_reference(torch, model, model64, inputs, f"ref-{trial['index']}", blobs)
+        if state_before:
+            # What the reference's own forward changes (training-mode statistics) a candidate may change too.
+            channel.send("reference-state", mutated=_equal_state(torch, state_before, model))
+            state_before.clear()
         channel.send("reference", index=trial["index"], precision=precision, outputs=[describe(t) for t in ref32])
     variant = job.get("shape_variant")
     if variant:
