@@ -41,12 +41,30 @@ def die_with_parent(parent_pid: int) -> bool:
     return True
 
 
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+"""``mallopt`` parameters (glibc malloc.h)."""
+WORKER_MALLOC: dict[int, int] = {M_MMAP_THRESHOLD: 64 << 20, M_TRIM_THRESHOLD: 256 << 20}
+"""A worker's malloc keeps the memory it frees for the next batch: by default each batch's strings and
+buffers (tens of MB, some large enough to be mapped on their own) go back to the kernel and fault in again,
+about 500,000 page faults and 0.7 s of system CPU over the 30,615-row benchmark ingest (90,000 with these)."""
+
+
+def keep_freed_memory() -> bool:
+    """Apply ``WORKER_MALLOC`` to this process (glibc only); returns whether it was applied."""
+    if not sys.platform.startswith("linux"):
+        return False
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    mallopt = getattr(libc, "mallopt", None)
+    return mallopt is not None and all(mallopt(option, value) == 1 for option, value in WORKER_MALLOC.items())
+
+
 def init_worker(parent_pid: int) -> None:
-    """Pool initializer: die with ``parent_pid``, and leave Ctrl+C to the parent."""
+    """Pool initializer: die with ``parent_pid``, leave Ctrl+C to the parent, and keep freed memory for reuse."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     die_with_parent(parent_pid)
+    keep_freed_memory()
 
 
 @contextmanager
