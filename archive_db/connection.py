@@ -32,7 +32,7 @@ from archive_db.migrations import SCHEMA_VERSION, SchemaTooNew, current_version,
 from archive_db.paths import resolve_db_path
 
 __all__ = ["ARCHIVE_IO_ERRORS", "UNREADABLE", "ArchiveLocked", "ArchiveMissing", "NotAnArchive", "SchemaTooOld", "connect",
-           "db_exists", "open_connection"]
+           "db_exists", "is_interrupt", "open_connection"]
 
 _LOCK_MARKERS = ("Could not set lock", "Conflicting lock", "database is locked")
 
@@ -54,6 +54,19 @@ UNREADABLE: tuple[type[Exception], ...] = (duckdb.CatalogException, duckdb.Seria
 ARCHIVE_IO_ERRORS: tuple[type[Exception], ...] = (duckdb.IOException,)
 """What DuckDB raises when the archive's disk fails it (full, read-only, no permission), for callers that
 must not import duckdb themselves."""
+
+
+def is_interrupt(error: BaseException) -> bool:
+    """Whether ``error`` is DuckDB's for a query stopped by Ctrl+C: a SIGINT that arrives while a query runs
+    reaches Python as ``RuntimeError('Query interrupted')``, not as KeyboardInterrupt.
+
+    Example:
+        >>> is_interrupt(RuntimeError("Query interrupted")), is_interrupt(RuntimeError("other"))
+        (True, False)
+    """
+    interrupt = getattr(duckdb, "InterruptException", None)
+    return (interrupt is not None and isinstance(error, interrupt)) or (
+        isinstance(error, RuntimeError) and str(error) == "Query interrupted")
 
 
 def _is_lock_error(error: Exception) -> bool:

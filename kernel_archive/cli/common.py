@@ -183,6 +183,7 @@ def reporting_errors(written: str = "nothing was written") -> Iterator[None]:
         ArchiveMissing,
         NotAnArchive,
         SchemaTooOld,
+        is_interrupt,
     )
     from archive_db.migrations import SchemaTooNew
 
@@ -191,6 +192,10 @@ def reporting_errors(written: str = "nothing was written") -> Iterator[None]:
     except (ArchiveLocked, ArchiveMissing, SchemaTooNew, SchemaTooOld, NotAnArchive) as error:
         raise fail(str(error)) from None
     except KeyboardInterrupt:
+        raise fail(f"interrupted; {written}", 130) from None
+    except RuntimeError as error:
+        if not is_interrupt(error):
+            raise
         raise fail(f"interrupted; {written}", 130) from None
     except OSError as error:
         raise fail(f"{_os_error(error)}; {written}") from None
