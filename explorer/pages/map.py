@@ -1,4 +1,4 @@
-"""Map: the current UMAP layout of kernel code embeddings as a WebGL scatter; select to list, click to open.
+"""Map: the current UMAP layout of kernel code embeddings as a canvas scatter; select to list, click to open.
 
 The colouring (``color``), the highlighted strategy tag (``tag``), the search (``q``) and a small
 selection (``selected``, up to ``MAX_SELECTED_IN_URL`` kernel ids) live in the URL.
@@ -99,11 +99,10 @@ def main() -> None:
         return
     found = int(search_mask(points, search).sum()) if search else None
     st.caption(f"{len(points):,} kernels · {plain(layout['method'])} of {code_span(layout['model'])} "
-               "embeddings · drag a box or lasso (toolbar) to list kernels, click a point to open it"
+               "embeddings · pick the box or lasso tool (top left) and drag to list kernels, click a point to open it, "
+               "scroll to zoom"
                + (f" · {found:,} match {code_span(search)}" if search else "") + ".")
-    event = st.plotly_chart(fig, key=f"map_{colour}_{tag}_{search}", on_select="rerun",
-                            selection_mode=("points", "box", "lasso"),
-                            config={"scrollZoom": True, "displaylogo": False})
+    event = st.echarts_chart(fig, key=f"map_{colour}_{tag}_{search}", on_select="rerun", height=680, width="stretch")
     ids, dragged = selected_kernel_ids(event, trace_ids)
     if len(ids) == 1 and not dragged and st.session_state.get("map_opened") != ids[0]:
         st.session_state["map_opened"] = ids[0]
