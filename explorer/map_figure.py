@@ -58,6 +58,9 @@ MUTED_LABELS = (UNKNOWN, OTHER, "not measured", UNTAGGED, "unverified", UNMEASUR
 HOVER_COLUMNS = {"task": "task_name", "speedup": "speedup_eager", "source": "source", "verifier": "verdict"}
 """The hover box's rows after the kernel name: its title and the ``map_points`` column it shows."""
 MAX_HOVER_CHARS = 160
+LEGEND_TEXT_PX = 170
+"""Legend entries longer than this are cut with an ellipsis. (No legend tooltip: ECharts writes its text as
+HTML unescaped.)"""
 
 
 @dataclass(frozen=True)
@@ -260,7 +263,8 @@ def map_figure(points: pd.DataFrame, colour: str, height: int = 680, tag: str | 
         "xAxis": dict(AXIS), "yAxis": dict(AXIS),
         "tooltip": {"trigger": "item", "confine": True},
         "legend": {"type": "scroll", "orient": "vertical", "right": 0, "top": 36, "bottom": 8,
-                   "data": [label for label, _ in legend], "itemWidth": 12, "itemHeight": 12},
+                   "data": [label for label, _ in legend], "itemWidth": 12, "itemHeight": 12,
+                   "textStyle": {"width": LEGEND_TEXT_PX, "overflow": "truncate"}},
         "dataZoom": [{"type": "inside", "xAxisIndex": 0, "filterMode": "none"},
                      {"type": "inside", "yAxisIndex": 0, "filterMode": "none"}],
         "toolbox": {"left": 0, "top": 0, "feature": {"brush": {"type": ["rect", "polygon", "clear"]}}},

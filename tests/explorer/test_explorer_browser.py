@@ -142,7 +142,9 @@ PAINT = """(host) => { const cs = [...host.querySelectorAll('canvas')];
         n++; sig = (sig * 31 + d[i] * 7 + d[i + 1] * 3 + d[i + 2]) % 1000000007; }
     return [n, sig]; }"""
 """Painted pixels in the map's plot area and a checksum of their colours."""
-POINTS = """(host) => { const cs = [...host.querySelectorAll('canvas')], r = cs[0].getBoundingClientRect();
+POINTS = """(host) => { const cs = [...host.querySelectorAll('canvas')];
+    if (!cs.length || cs[0].width < 2) return [];
+    const r = cs[0].getBoundingClientRect();
     const w = cs[0].width, h = cs[0].height, found = [];
     for (const c of cs) { const d = c.getContext('2d').getImageData(0, 0, w, h).data;
         for (let y = Math.floor(h * 0.1); y < h * 0.95 && found.length < 40; y += 3)
@@ -442,3 +444,54 @@ def test_map_hover_names_the_kernel_and_a_click_opens_its_page(served: Served, p
     _settle(page)
     _no_traceback(page)
     assert hovered in page.inner_text('[data-testid="stMain"]')
+
+
+HOSTILE_MAP_SCRIPT = '''
+import pandas as pd
+import streamlit as st
+
+from explorer.map_figure import map_figure
+
+bad = "<img src=x onerror=window.__pwned=1>"
+n = 5
+points = pd.DataFrame({"kernel_id": [f"k{i}" for i in range(n)], "x": [i / (n - 1) for i in range(n)],
+    "y": [0.1, 0.5, 0.3, 0.6, 0.9], "kernel_name": [bad + str(i) for i in range(n)], "task_name": [bad] * n,
+    "source": [bad] * n, "level": [1] * n, "category": [bad] * n, "strategy": [None] * n, "tags": [None] * n,
+    "correct": [True] * n, "speedup_eager": [1.5] * n, "speedup_compile": [None] * n, "verdict": ["flagged"] * n,
+    "failing_checks": [bad] * n})
+st.echarts_chart(map_figure(points, "category")[0], key="map", on_select="rerun", height=500)
+'''
+
+
+def test_map_hover_shows_hostile_archive_text_literally(browser: Any, tmp_path: Path) -> None:
+    script = tmp_path / "hostile_map.py"
+    script.write_text(HOSTILE_MAP_SCRIPT)
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true", "--server.port",
+         str(port), "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+        cwd=Path(__file__).resolve().parents[2], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    context = browser.new_context(viewport=VIEWPORT, device_scale_factor=1)
+    try:
+        _wait_healthy(url, process)
+        tab = context.new_page()
+        tab.set_default_timeout(TIMEOUT_MS)
+        tab.goto(url)
+        tab.wait_for_function(f"() => document.querySelector('{MAP}') !== null"
+                              f" && ({POINTS})(document.querySelector('{MAP}')).length >= 2")
+        tip = f"{MAP} div[style*='z-index: 9999999']"
+        for x, y in tab.evaluate(f"() => ({POINTS})(document.querySelector('{MAP}'))"):
+            tab.mouse.move(x, y)
+            tab.wait_for_timeout(250)
+            if tab.locator(tip).count() and "onerror" in tab.locator(tip).first.inner_text():
+                break
+        else:
+            pytest.fail("no point of the map showed a hover box")
+        assert "<img src=x onerror=window.__pwned=1>" in tab.locator(tip).first.inner_text()
+        assert tab.locator(f"{MAP} img").count() == 0
+        assert tab.evaluate("() => window.__pwned") is None
+    finally:
+        context.close()
+        process.terminate()
+        process.wait(timeout=20)
