@@ -724,3 +724,69 @@ def test_a_task_whose_answer_is_trivial_on_every_trial_is_a_weak_check() -> None
     checks = judge(ev)[0]
     assert checks["weak-check"]["verdict"] == "warn", checks["weak-check"]
     assert "on every trial" in checks["weak-check"]["evidence"][0]
+
+
+# --- harness 1.4: what the task reference does itself ----------------------------------------------------------
+
+def test_state_the_reference_changes_itself_is_no_mutation() -> None:
+    # The H100 run: KernelBench level 1 task 33's own Model as the candidate (BatchNorm2d in training mode)
+    # failed input-mutation because its running statistics moved, as the reference's own do on every call.
+    stats = ["bn.running_mean", "bn.running_var", "bn.num_batches_tracked"]
+    ev = honest()
+    for message in ev.run.messages:
+        if message.get("kind") == "trial":
+            message["mutated_parameters"] = list(stats)
+    assert judge(ev)[0]["input-mutation"]["verdict"] == "fail", "without the reference's word, a change is a change"
+    ev.trusted.messages.append({"kind": "reference-state", "mutated": list(stats)})
+    checks, _ = judge(ev)
+    assert checks["input-mutation"]["verdict"] == "pass", checks["input-mutation"]
+    assert "bn.running_mean" in checks["input-mutation"]["evidence"][0]
+    _message(ev, "trial", index=1, variant="a")["mutated_parameters"] = [*stats, "bn.weight"]
+    checks, _ = judge(ev)
+    assert checks["input-mutation"]["verdict"] == "fail"
+    assert checks["input-mutation"]["evidence"] == ["trial 1a: parameter bn.weight changed"]
+
+
+def _reference_timing(ev: Evidence, which: str, result: dict[str, Any]) -> None:
+    message = next((m for m in ev.trusted.messages if m.get("kind") == "timing" and m.get("which") == which), None)
+    if message is None:
+        ev.trusted.messages.append({"kind": "timing", "which": which, "result": result})
+        return
+    result["seed_base"] = message["result"]["seed_base"]
+    result["fingerprints"] = (message["result"]["fingerprints"] * len(result["event_ms"]))[:len(result["event_ms"])]
+    message["result"] = result
+
+
+def test_a_gap_the_reference_shows_itself_is_allowed_and_a_larger_one_is_not() -> None:
+    # The H100 run, level 1 task 33 (BatchNorm2d, training mode, 268 MB tensors) with its own Model as the
+    # candidate: events 0.551 ms, wall 3.549 ms, host 0.307 ms; the trusted child's trivial kernel gap 0.24 ms;
+    # the reference's own eager series: events 0.555, wall 1.403; its CUDA-graph series: events 0.554, wall 2.935.
+    ev = honest()
+    trivial = _calls(0.004, 0.2445, host=0.02, wall_iqr=0.2)
+    _timed(ev, _calls(0.551, 3.549, host=0.307, wall_iqr=0.002), trivial)
+    _kernels(ev, ("relu_k", 7, 540.0))
+    assert judge(ev)[0]["side-streams"]["verdict"] == "fail", "without the reference's own series"
+    _reference_timing(ev, "eager", _calls(0.555, 1.403, host=0.3, wall_iqr=0.287))
+    _reference_timing(ev, "cuda-graph", _calls(0.554, 2.935, host=0.02, wall_iqr=0.003))
+    checks, _ = judge(ev)
+    assert checks["side-streams"]["verdict"] == "pass", checks["side-streams"]
+    assert "the task reference's own unexplained time" in checks["side-streams"]["evidence"][0]
+    # Twice the reference's gap plus noise is the limit: work hidden beyond it still fails.
+    _timed(ev, _calls(0.551, 6.0, host=0.307, wall_iqr=0.002), trivial)
+    assert judge(ev)[0]["side-streams"]["verdict"] == "fail"
+    # The thread that enqueues work later (issue 14): a reference without a gap of its own allows none.
+    ev = honest()
+    _timed(ev, _calls(0.35, 0.93, host=0.05, wall_iqr=0.01), _calls(0.004, 0.03, host=0.02, wall_iqr=0.005))
+    _reference_timing(ev, "eager", _calls(0.35, 0.37, host=0.05, wall_iqr=0.01))
+    _reference_timing(ev, "cuda-graph", _calls(0.34, 0.36, host=0.01, wall_iqr=0.01))
+    assert judge(ev)[0]["side-streams"]["verdict"] == "fail"
+
+
+def test_a_gap_small_against_the_call_is_noise() -> None:
+    # The H100 run, level 1 task 73 (a 5 ms transposed 3-D convolution) with its own Model as the candidate:
+    # 77.9 us unexplained against 26.1 us for the trivial kernel, 1.5% of the call.
+    from verify.harness.judge import wall_event_gap
+
+    trivial = _calls(0.004, 0.0301, host=0.02, wall_iqr=0.0117)
+    assert wall_event_gap(_calls(5.034, 5.114, host=0.239, wall_iqr=0.0167), [trivial])[0] is False
+    assert wall_event_gap(_calls(5.034, 5.6, host=0.239, wall_iqr=0.0167), [trivial])[0] is True

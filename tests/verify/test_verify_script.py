@@ -185,3 +185,61 @@ def test_meta_that_is_not_plain_data_is_embedded_as_text() -> None:
     tree = ast.parse(script)
     meta = next(n.value for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "KERNEL_META")
     assert ast.literal_eval(meta)["speedup"] == "inf"
+
+
+STATEFUL_TASK = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """KernelBench level 3 task 33's shape: a recurrent cell whose hidden state is a plain attribute."""
+
+    def __init__(self, input_size, hidden_size):
+        super().__init__()
+        self.hidden = torch.randn((batch_size, hidden_size))
+        self.i2h = nn.Linear(input_size + hidden_size, hidden_size)
+
+    def forward(self, x):
+        self.hidden = self.hidden.to(x.device)
+        self.hidden = torch.tanh(self.i2h(torch.cat((x, self.hidden), dim=1)))
+        return self.hidden * 2.0
+
+
+batch_size = 4
+input_size = 16
+hidden_size = 8
+
+
+def get_inputs():
+    return [torch.randn(batch_size, input_size)]
+
+
+def get_init_inputs():
+    return [input_size, hidden_size]
+'''
+
+
+@pytest.mark.slow
+def test_the_task_reference_offered_as_its_own_kernel_passes_on_a_stateful_task() -> None:
+    # On the H100 the VanillaRNN task's own Model as ModelNew failed correctness, stale-memory, launch-errors,
+    # hard-coding and caching: the references and the candidate's calls had advanced the hidden state apart.
+    report = verify_code(STATEFUL_TASK, STATEFUL_TASK + "\nModelNew = Model\n", "model-new",
+                         VerifyOptions(trials=3, device="cpu", target_seconds=0.05, shape_probe=False))
+    checks = {name: check["verdict"] for name, check in report["checks"].items()}
+    for name in ("correctness", "stale-memory", "hard-coding", "input-mutation"):
+        assert checks[name] == "pass", (name, report["checks"][name])
+    assert report["status"] != "failed", report["checks"]
+    memo = STATEFUL_TASK + '''
+
+class ModelNew(Model):
+    """Answers every call after the first with the first call's answer (a memo, not a recurrence)."""
+
+    def forward(self, x):
+        if not hasattr(self, "memo"):
+            self.memo = super().forward(x)
+        return self.memo
+'''
+    caught = verify_code(STATEFUL_TASK, memo, "model-new",
+                         VerifyOptions(trials=3, device="cpu", target_seconds=0.05, shape_probe=False))
+    assert caught["status"] == "failed", caught["checks"]
+    assert caught["checks"]["correctness"]["verdict"] == "fail"

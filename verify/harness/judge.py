@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import re
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +38,8 @@ TOLERANCE: dict[str, Any] = {
     "stream_cover_atol_ms": 0.005,
     "gap_iqr_factor": 1.5,
     "gap_floor_ms": 0.03,
+    "gap_rtol": 0.05,
+    "gap_reference_factor": 2.0,
     "describe": (
         "correct when, on every trial, every element satisfies |out - ref64| <= atol + rtol*|ref64| (KernelBench's "
         "1e-2/1e-2) OR |out - ref64| <= fp32_factor x the fp32 reference's own error vs float64 (maximum over its "
@@ -47,7 +50,8 @@ TOLERANCE: dict[str, Any] = {
         "exceeds precision_factor x max(the fp32 reference's own relative L2 error vs float64, fp32_floor). "
         "Timing (side-streams): each stream other than the timed one must be busy per call no longer than the event "
         "time x (1 + stream_cover_rtol) + stream_cover_atol_ms; wall - max(host, event) per call must not exceed a "
-        "trivial kernel's by more than max(gap_iqr_factor x both interquartile ranges, gap_floor_ms)."
+        "trivial kernel's by more than max(gap_iqr_factor x both interquartile ranges, gap_floor_ms, gap_rtol x the call's "
+        "max(host, event) time), nor gap_reference_factor x the task reference's own (eager, CUDA graph) by that much."
     ),
 }
 
@@ -456,15 +460,35 @@ def check_aliasing(ev: Evidence) -> dict[str, Any]:
                     + ", ".join(sorted({t["distribution"] for t in ev.trials})))
 
 
+def reference_is_stateful(ev: Evidence) -> bool:
+    """Whether the trusted child found the task's reference stateful (its output depends on earlier calls)."""
+    message = ev.trusted.first("reference-state") if ev.trusted else None
+    return bool(message and message.get("stateful"))
+
+
+def reference_mutates(ev: Evidence) -> set[str]:
+    """State entries (``bn.running_mean``) the task reference's own forward changes, as its trusted child saw."""
+    message = ev.trusted.first("reference-state") if ev.trusted else None
+    return set(message.get("mutated", [])) if message else set()
+
+
 def check_mutation(ev: Evidence) -> dict[str, Any]:
+    """Inputs and the module's state must be left as they were, except state the reference changes itself.
+
+    A training-mode BatchNorm updates its running statistics on every call: a candidate doing the same is
+    faithful to the task, not tampering, so entries the reference's forward changes are allowed (by name).
+    """
     if not _trial_messages(ev):
         return _verdict("skip", "not run")
+    own = reference_mutates(ev)
     lines = [f"trial {m['index']}{m['variant']}: input {j} changed" for m, items in _run_facts(ev, "mutated_inputs") for j in items]
     lines += [f"trial {m['index']}{m['variant']}: parameter {n} changed" for m, items in _run_facts(ev, "mutated_parameters")
-              for n in items]
+              for n in items if n not in own]
     if lines:
         return _verdict("fail", *lines)
-    return _verdict("pass", "inputs (each its own copy) and parameters bit-identical after every call")
+    also = sorted(own & {n for _, items in _run_facts(ev, "mutated_parameters") for n in items})
+    return _verdict("pass", "inputs (each its own copy) and parameters bit-identical after every call"
+                    + (f", except {', '.join(also)}, which the reference's own forward changes too" if also else ""))
 
 
 def check_hard_coding(ev: Evidence) -> dict[str, Any]:
@@ -816,7 +840,7 @@ def check_side_streams(ev: Evidence) -> dict[str, Any]:
     cand = _timing(ev.run, "candidate")
     host_bound = False
     gap_check = wall_event_gap(cand, [_timing(ev.trusted, "overhead"), _timing(ev.run, "overhead-pre-import")],
-                               ev.policy)
+                               ev.policy, own=[_timing(ev.trusted, "eager"), _timing(ev.trusted, "cuda-graph")])
     if gap_check is not None:
         exceeded, detail, host_bound = gap_check
         if exceeded:
@@ -869,16 +893,20 @@ def unexplained_ms(result: dict[str, Any] | None) -> list[float] | None:
 
 
 def wall_event_gap(cand: dict[str, Any] | None, references: list[dict[str, Any] | None],
-                   policy: dict[str, Any] | None = None) -> tuple[bool, str, bool] | None:
+                   policy: dict[str, Any] | None = None,
+                   own: Sequence[dict[str, Any] | None] = ()) -> tuple[bool, str, bool] | None:
     """Whether the candidate's unexplained wall time exceeds a trivial kernel's beyond noise; why; host-bound?
 
     Per call the unexplained time is wall - max(host time of the call, event time) (``unexplained_ms``): a
     host-bound kernel's wall time is explained by its own forward host time, while work finished after the
     call returned, off the timed stream, is not. The reference is the same quantity for a trivial kernel timed
     where the candidate cannot reach (the trusted child; the run child before the import; the larger median
-    counts). Allowed: the reference median plus noise = ``gap_iqr_factor`` x (the candidate's interquartile range
-    + the reference's), at least ``gap_floor_ms``. Host-bound: the median host time exceeds the median event time
-    (by more than ``stream_cover_rtol`` and ``stream_cover_atol_ms``).
+    counts). ``own`` are the task reference's own timed series (eager, CUDA graph), timed the same way by the
+    trusted child: some tasks leave wall time unexplained even in PyTorch (a training-mode BatchNorm on large
+    tensors, say), and a candidate is allowed ``gap_reference_factor`` x the reference's own gap. Noise =
+    the largest of ``gap_iqr_factor`` x (the candidate's interquartile range + the reference's),
+    ``gap_floor_ms`` and ``gap_rtol`` x the call's max(host, event) median. Host-bound: the median host time
+    exceeds the median event time (by more than ``stream_cover_rtol`` and ``stream_cover_atol_ms``).
 
     Example:
         >>> honest = {"event_ms": [0.35] * 9, "wall_ms": [0.37] * 9}
@@ -886,6 +914,9 @@ def wall_event_gap(cand: dict[str, Any] | None, references: list[dict[str, Any] 
         >>> trivial = {"event_ms": [0.004] * 9, "wall_ms": [0.02] * 9}
         >>> wall_event_gap(honest, [trivial])[0], wall_event_gap(late, [trivial])[0]
         (False, True)
+        >>> same_as_reference = {"event_ms": [0.35] * 9, "wall_ms": [0.95] * 9}
+        >>> wall_event_gap(late, [trivial], own=[same_as_reference])[0]
+        False
     """
     policy = policy or TOLERANCE
     mine = unexplained_ms(cand)
@@ -895,15 +926,20 @@ def wall_event_gap(cand: dict[str, Any] | None, references: list[dict[str, Any] 
     mine_median, mine_iqr = _quartiles(mine)
     base_gap = max(g for g, _ in bases)
     base_iqr = max(s for _, s in bases)
+    own_gap = max((_quartiles(g)[0] for g in (unexplained_ms(r) for r in own) if g), default=0.0)
     event_median = statistics.median(cand["event_ms"])
     host_median = statistics.median(cand["host_ms"]) if cand.get("host_ms") else None
-    noise = max(policy["gap_iqr_factor"] * (mine_iqr + base_iqr), policy["gap_floor_ms"])
-    allowed = base_gap + noise
+    noise = max(policy["gap_iqr_factor"] * (mine_iqr + base_iqr), policy["gap_floor_ms"],
+                policy["gap_rtol"] * max(event_median, host_median or 0.0))
+    reference_allows = policy["gap_reference_factor"] * own_gap
+    allowed = max(base_gap, reference_allows) + noise
     host = f"host time of the call {host_median:.4f}ms, " if host_median is not None else ""
+    by_reference = (f"; the task reference's own unexplained time is {own_gap * 1000:.1f}us, and "
+                    f"{policy['gap_reference_factor']:g}x it is allowed" if reference_allows > base_gap else "")
     detail = (f"median unexplained wall time {mine_median * 1000:.1f}us (wall - max(host, event) per call) vs "
               f"{base_gap * 1000:.1f}us for a trivial kernel timed where the candidate cannot reach (allowed "
               f"{allowed * 1000:.1f}us: noise {noise * 1000:.1f}us from the spreads {mine_iqr * 1000:.1f}us and "
-              f"{base_iqr * 1000:.1f}us; {host}event median {event_median:.4f}ms, wall median "
+              f"{base_iqr * 1000:.1f}us{by_reference}; {host}event median {event_median:.4f}ms, wall median "
               f"{statistics.median(cand['wall_ms']):.4f}ms)")
     host_bound = host_median is not None and host_median > event_median * (1 + policy["stream_cover_rtol"]) + \
         policy["stream_cover_atol_ms"]
@@ -955,6 +991,13 @@ def check_caching(ev: Evidence) -> dict[str, Any]:
     if cand["seed_base"] != eager["seed_base"]:
         return _verdict("fail", "timed inputs were not the ones the harness chose")
     state_verdict, state_lines = state_probe_verdict(ev)
+    if reference_is_stateful(ev):
+        # The timed calls run one after another, so each output depends on the calls before it (the reference's
+        # did too, after other calls): only the probe, run from the first state, can say anything.
+        timed = (f"stateful task (the reference's own output depends on its earlier calls): the {n} timed calls' "
+                 "outputs are not compared; every compared call, the probe's included, started from the first state")
+        return _verdict(_worst("pass", static_verdict, state_verdict if state_verdict != "skip" else "pass"),
+                        *state_lines, timed, *lines)
     if bad:
         return _verdict("fail", f"{len(bad)} of {n} timed calls returned wrong outputs for their fresh inputs "
                                 f"(first: call {bad[0]}): results are cached or stale", *state_lines, *lines)

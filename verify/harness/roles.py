@@ -226,11 +226,23 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
                  parameters={n: list(p.shape) for n, p in model.state_dict().items()},
                  init_inputs=repr(init_inputs)[:500])
     model64 = copy.deepcopy(model).double()
+    state_before = {n: t.detach().clone() for n, t in model.state_dict().items()}
+    stateful = bool(job["trials"]) and is_stateful(torch, model, make_inputs(
+        task.get_inputs, job["trials"][0]["seed"], job["trials"][0]["distribution"], device))
+    if stateful:
+        # Every compared call, here and in the run child, starts from the first state.
+        (shared / STATEFUL_FILE).write_text("1")
+    restart = Restart(torch, [model, model64], stateful=stateful)
     for trial in job["trials"]:
         inputs = make_inputs(task.get_inputs, trial["seed"], trial["distribution"], device)
         torch.save(_cpu(inputs), shared / f"inputs-{trial['index']}.pt")
+        restart()
         ref32, precision = _send_reference(torch, model, model64, inputs, f"ref-{trial['index']}", blobs)
+        if trial is job["trials"][0]:
+            # What the reference's own forward changes (training-mode statistics) a candidate may change too.
+            channel.send("reference-state", mutated=_equal_state(torch, state_before, model), stateful=stateful)
         channel.send("reference", index=trial["index"], precision=precision, outputs=[describe(t) for t in ref32])
+    restart()
     variant = job.get("shape_variant")
     if variant:
         try:
@@ -410,6 +422,72 @@ def _equal_state(torch: Any, before: dict[str, Any], model: Any) -> list[str]:
     return [n for n, t in before.items() if n in now and not torch.equal(now[n], t)]
 
 
+STATEFUL_FILE = "stateful"
+"""Written into the shared folder by the trusted child when the task's reference is stateful."""
+
+
+def is_stateful(torch: Any, model: Any, inputs: list[Any]) -> bool:
+    """Whether the reference's output depends on its earlier calls: two calls of a copy on the same inputs differ.
+
+    KernelBench's level 3 VanillaRNN keeps its hidden state in a plain attribute and updates it on every call.
+    The tolerance is far above a nondeterministic reduction's, far below a changed state's.
+
+    Example:
+        >>> import torch
+        >>> class Counter(torch.nn.Module):
+        ...     def __init__(self): super().__init__(); self.calls = torch.zeros(1)
+        ...     def forward(self, x): self.calls = self.calls + 1; return x * self.calls
+        >>> is_stateful(torch, Counter(), [torch.ones(3)]), is_stateful(torch, torch.nn.ReLU(), [torch.ones(3)])
+        (True, False)
+    """
+    probe = copy.deepcopy(model)
+    with torch.no_grad():
+        torch.manual_seed(REFERENCE_RNG_SEED)
+        first = _as_list(probe(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))
+        torch.manual_seed(REFERENCE_RNG_SEED)
+        second = _as_list(probe(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))
+    tensors = [(a, b) for a, b in zip(first, second, strict=False)
+               if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)]
+    return len(first) != len(second) or any(
+        a.shape != b.shape or not torch.allclose(a, b, rtol=1e-3, atol=1e-5, equal_nan=True) for a, b in tensors)
+
+
+def restore_state(torch: Any, target: Any, pristine: Any) -> None:
+    """Put ``target`` back, in place, in ``pristine``'s state: parameters, buffers and plain tensor attributes.
+
+    Example:
+        >>> import torch
+        >>> m = torch.nn.Linear(2, 2); m.hidden = torch.zeros(2); saved = copy.deepcopy(m)
+        >>> m.hidden = torch.ones(2); restore_state(torch, m, saved); m.hidden.sum().item()
+        0.0
+    """
+    with torch.no_grad():
+        target.load_state_dict(pristine.state_dict())
+        for (_, mine), (_, theirs) in zip(target.named_modules(), pristine.named_modules(), strict=False):
+            for key, value in vars(theirs).items():
+                if isinstance(value, torch.Tensor) and not isinstance(value, torch.nn.Parameter):
+                    setattr(mine, key, value.clone())
+
+
+class Restart:
+    """For a stateful task, put modules back in their first state before each compared call; otherwise nothing.
+
+    Example:
+        >>> import torch
+        >>> m = torch.nn.Linear(2, 2); m.hidden = torch.zeros(2)
+        >>> restart = Restart(torch, [m], stateful=True); m.hidden = torch.ones(2); restart(); m.hidden.sum().item()
+        0.0
+    """
+
+    def __init__(self, torch: Any, modules: list[Any], *, stateful: bool) -> None:
+        self.torch = torch
+        self.saved = [(m, copy.deepcopy(m)) for m in {id(m): m for m in modules}.values()] if stateful else []
+
+    def __call__(self) -> None:
+        for target, pristine in self.saved:
+            restore_state(self.torch, target, pristine)
+
+
 def _warm_process(torch: Any, device: str, clock: Clock, work: Path) -> None:
     """Do once everything the harness will do (CPU pool, cuBLAS, events, generators, profiler) so the
     threads and state those create exist before the baseline snapshot, not after the candidate ran."""
@@ -454,6 +532,8 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
     task, functional = _load_task(embedded, work)
     reference, init_inputs = _build_reference(torch, task, functional, embedded["form"], job["weight_seed"], device)
     reference.load_state_dict(torch.load(shared / "weights.pt", map_location=device))
+    # Read before the candidate's code runs: the trusted child said whether the reference is stateful.
+    stateful = (shared / STATEFUL_FILE).exists()
     channel.send("mark", phase="reference-built")
     if device == "cuda" and not job.get("light"):
         tiny = torch.zeros(1, device=device)
@@ -496,6 +576,7 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
             return model_new(*inputs)
 
         params_of = model_new
+    restart = Restart(torch, [params_of, reference], stateful=stateful)
     guard_gen = torch.Generator(device=device)
     guard_gen.manual_seed(job["weight_seed"] ^ 0xBAD)
     poison_bytes = job.get("poison_bytes", 256 * 2**20)
@@ -522,6 +603,7 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
                     poison_free_memory(torch, device, POISON_FILLS[0 if variant == "a" else 1], 512 * 1024)
             threads_pre = thread_counts()
             error = None
+            restart()
             try:
                 with torch.no_grad():
                     out = call(inputs)
@@ -586,7 +668,7 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
         with torch.no_grad():
             channel.send("kernels", which="candidate", kernels=_trace_kernels(torch, call, template, work))
         try:
-            _state_probe(torch, call, reference, shared, clock, work, channel, blobs)
+            _state_probe(torch, call, reference, shared, clock, work, channel, blobs, restart)
         except Exception as exc:
             channel.send("state-probe", error=f"{type(exc).__name__}: {exc}"[:1000])
     shape_inputs = shared / "inputs-shape.pt"
@@ -671,23 +753,28 @@ def changed_positions(torch: Any, inputs: list[Any], seed: int, per_input: int =
 
 
 def _state_probe(torch: Any, call: Any, reference: Any, shared: Path, clock: Clock, work: Path, channel: Channel,
-                 blobs: BlobChannel) -> None:
+                 blobs: BlobChannel, restart: Restart) -> None:
     """Does an output depend on earlier calls? Call on X, then on X with a few unpredictable elements changed.
 
     Sends both candidate outputs and the in-process fp32 references of X and X' (blob ``state-probe``); the
-    parent checks the first against the trusted reference and that the outputs the change moved moved.
+    parent checks the first against the trusted reference and that the outputs the change moved moved. For a
+    stateful task every call starts from the first state (``restart``), as the references did.
     """
     x = [t.to("cuda") if isinstance(t, torch.Tensor) else t for t in torch.load(shared / "inputs-0.pt", map_location="cpu")]
+    restart()
     with torch.no_grad():
         first = _as_list(call([t.clone() if isinstance(t, torch.Tensor) else t for t in x]))
     clock.full_sync()
     first = [_cpu(o) if isinstance(o, torch.Tensor) else None for o in first]
     changed, count = changed_positions(torch, x, int.from_bytes(_URANDOM(8), "little"))
     with torch.no_grad():
+        restart()
         ref_x = [_cpu(o) for o in _as_list(reference(*[t.clone() if isinstance(t, torch.Tensor) else t for t in x]))]
+        restart()
         ref_changed = [_cpu(o) for o in _as_list(reference(*[t.clone() if isinstance(t, torch.Tensor) else t
                                                              for t in changed]))]
     clock.full_sync()
+    restart()
     with torch.no_grad():
         kernels = _trace_kernels(torch, call, changed, work, keep_output=True)
     second = [_cpu(o) if isinstance(o, torch.Tensor) else None for o in _as_list(kernels.pop())]

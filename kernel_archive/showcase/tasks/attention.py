@@ -17,7 +17,7 @@ class Model(nn.Module):
 
 batch_size = 4
 num_heads = 8
-seq_len = 512
+seq_len = 1024
 head_dim = 64
 
 

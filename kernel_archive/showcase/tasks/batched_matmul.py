@@ -15,9 +15,9 @@ class Model(nn.Module):
 
 
 batch_size = 32
-M = 256
-K = 256
-N = 256
+M = 512
+K = 512
+N = 512
 
 
 def get_inputs():

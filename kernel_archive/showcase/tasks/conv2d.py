@@ -17,7 +17,7 @@ class Model(nn.Module):
 
 batch_size = 16
 in_channels = 32
-out_channels = 64
+out_channels = 128
 height = 64
 width = 64
 kernel_size = 3
