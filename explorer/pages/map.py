@@ -73,24 +73,23 @@ def main() -> None:
     except Unavailable as error:
         show_unavailable(error)
         return
-    left, middle, right = st.columns([3, 2, 2], vertical_alignment="bottom")
-    left.segmented_control("Colour by", list(COLOURINGS), key="map_colour",
-                           format_func=lambda c: COLOURINGS[c].label,
-                           help=VERDICT_HELP if st.session_state.get("map_colour") == "verdict" else None)
+    st.segmented_control("Colour by", list(COLOURINGS), key="map_colour", format_func=lambda c: COLOURINGS[c].label,
+                         help=VERDICT_HELP if st.session_state.get("map_colour") == "verdict" else None)
     colour = st.session_state.get("map_colour") or "category"
+    search_column, tag_column = st.columns(2, vertical_alignment="bottom")
     tag = None
     if colour == "strategy":
         counts = tag_counts(points)
         tags = [str(t) for t in counts.index]
         if st.session_state.get("map_tag") not in tags:
             st.session_state["map_tag"] = tags[0] if tags else None
-        middle.selectbox("Highlight strategy tag", tags, key="map_tag", disabled=not tags,
-                         format_func=lambda t: f"{t} ({int(counts[t]):,})",
-                         help="Kernels using this technique are coloured; every other kernel is grey.")
+        tag_column.selectbox("Highlight strategy tag", tags, key="map_tag", disabled=not tags,
+                             format_func=lambda t: f"{t} ({int(counts[t]):,})",
+                             help="Kernels using this technique are coloured; every other kernel is grey.")
         tag = st.session_state.get("map_tag")
-    right.text_input("Find kernel or task", key="map_q", max_chars=url.MAX_PARAM_CHARS,
-                     placeholder="e.g. softmax, conv", help="Outlines the kernels whose kernel or task name "
-                                                            "contains this text.")
+    search_column.text_input("Find kernel or task", key="map_q", max_chars=url.MAX_PARAM_CHARS,
+                             placeholder="e.g. softmax, conv",
+                             help="Outlines the kernels whose kernel or task name contains this text.")
     search = url.clean_text(st.session_state.get("map_q"))
     try:
         points, fig, trace_ids = layout_figure(layout["layout_id"], colour, tag, search)
