@@ -123,3 +123,47 @@ def test_a_child_that_hangs_after_the_shape_probe_mark_is_cut_short(tmp_path: Pa
     report = child.wait(120.0)
     assert time.monotonic() - started < 10
     assert report.timed_out and report.died_in_shape_probe and report.ok
+
+
+PYTORCH_ONLY_TASK = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+
+def get_inputs():
+    return [torch.randn(8, 8)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.slow
+def test_a_profile_without_a_gpu_or_ncu_ends_with_a_report_and_no_child_left(tmp_path: Path) -> None:
+    # The profile's children start before the GPU gate and wait for it; whatever fails, the parent must still
+    # write a report and take its children down (the gate, the GPU and ncu are all missing here).
+    import json
+    import subprocess
+
+    from verify.script import render_script, write_script
+
+    if os.environ.get("CUDA_VISIBLE_DEVICES") is None and Path("/dev/nvidia0").exists():
+        pytest.skip("a GPU is present: this checks the failure path")
+    script = write_script(render_script(task_code=PYTORCH_ONLY_TASK, functional_code=None,
+                                        kernel_code=PYTORCH_ONLY_TASK + "\nModelNew = Model\n", form="model-new",
+                                        meta={"kernel_name": "relu", "task_name": "relu"}), tmp_path / "eval.py")
+    report_path = tmp_path / "report.json"
+    env = dict(os.environ, KA_GPU_GATE=str(tmp_path / "gpu.lock"), PATH=os.defpath)
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, str(script), "--profile", "--json", "--report", str(report_path),
+                           "--run-timeout", "120"], capture_output=True, text=True, env=env, timeout=300)
+    report = json.loads(report_path.read_text())
+    assert report["status"] == "error" and done.returncode != 0
+    assert "ncu" in report["ncu_error"] and report["torch_profile_error"]
+    assert [t["phase"] for t in report["timeline"]][:2] == ["compiled", "gpu-gate"]
+    assert time.monotonic() - started < 200, "the children waiting at the gate were not left to time out"

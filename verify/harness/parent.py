@@ -676,7 +676,9 @@ def profile_report(args: argparse.Namespace, embedded: dict[str, Any], script: s
                                    env=env, cwd=root)
         children.append(torch_child)
         ncu_child: ChildProcess | None = None
-        if not args.no_ncu:
+        if not args.no_ncu and shutil.which("ncu") is None:
+            report["ncu_error"] = "ncu (Nsight Compute) is not on PATH; pass --no-ncu to profile with torch.profiler only"
+        elif not args.no_ncu:
             ncu_job.write_text(json.dumps(job | {"torch_profile": False, "calls": 11, "gate_file": str(ncu_go),
                                                  "gate_timeout_s": wait_s}))
             names = kernel_names(embedded["kernel_code"])

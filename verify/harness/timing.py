@@ -103,6 +103,30 @@ def fresh_inputs(torch: Any, template: list[Any], seed: int, device: str) -> lis
     return out
 
 
+PRECISION = 0.005
+"""Timed series stop once the 95% confidence half-width of their median is below this fraction of it."""
+
+
+def median_is_precise(samples: list[float], precision: float = PRECISION) -> bool:
+    """Whether the median of ``samples`` is known to within ``precision`` (relative, 95% confidence).
+
+    The median's standard error is about 1.253 sigma / sqrt(n), with sigma estimated robustly as the
+    interquartile range / 1.349, so one outlier (a clock tick, another process) does not keep a series going.
+
+    Example:
+        >>> steady = [1.0 + 0.001 * (i % 7) for i in range(30)]
+        >>> noisy = [1.0 + 0.3 * (i % 7) for i in range(30)]
+        >>> median_is_precise(steady), median_is_precise(noisy)
+        (True, False)
+    """
+    if len(samples) < 4:
+        return False
+    q = statistics.quantiles(samples, n=4, method="inclusive")
+    median = statistics.median(samples)
+    half_width = 1.96 * 1.253 * ((q[2] - q[0]) / 1.349) / math.sqrt(len(samples))
+    return median > 0 and half_width <= precision * median
+
+
 def time_callable(
     clock: Clock,
     call: Any,
@@ -116,13 +140,17 @@ def time_callable(
     flush: Any = None,
     prepare: Any = None,
     reset: Any = None,
+    precision: float | None = PRECISION,
 ) -> dict[str, Any]:
     """Time ``call(inputs)`` on fresh inputs; returns raw per-call times, fingerprints and a summary.
 
     ``prepare(inputs)`` (optional) runs outside the timed region before each call (e.g. copying inputs
     into a CUDA graph's static buffers); ``reset()`` (optional) too, before the L2 flush (restoring the CUDA
     context settings a candidate may have changed). The number of calls is chosen from the warm-up time so the
-    timed calls take about ``target_s`` seconds, within [min_calls, max_calls].
+    timed calls take about ``target_s`` seconds, within [min_calls, max_calls]; the series stops earlier, after
+    ``min_calls``, once its median is known to within ``precision`` (``median_is_precise`` on the event times,
+    or the wall times without events): a steady kernel needs fewer calls than a noisy one. ``stopped`` says
+    which limit ended it.
     """
     torch = clock.torch
     warm_ns = []
@@ -168,9 +196,16 @@ def time_callable(
         events_ms.append(clock.elapsed(start, end) if start is not None else (t1 - t0) / 1e6)
         outs = out if isinstance(out, list | tuple) else [out]
         prints.append(fingerprint(outs[0]) if outs and isinstance(outs[0], torch.Tensor) else [math.nan] * 6)
+        if precision is not None and i + 1 >= min_calls and i + 1 < n and median_is_precise(events_ms, precision):
+            stopped = "precision"
+            break
+    else:
+        stopped = "count"
     loop_ns = clock.perf_ns() - loop_start
     return {
-        "calls": n,
+        "calls": len(events_ms),
+        "planned_calls": n,
+        "stopped": stopped,
         "seed_base": seed_base,
         "event_ms": events_ms,
         "wall_ms": wall_ms,
