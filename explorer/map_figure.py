@@ -1,7 +1,10 @@
-"""The map's WebGL scatter: one ``Scattergl`` trace per colour group, so 30k points stay fluid.
+"""The map's scatter as an ECharts option (``st.echarts_chart``): canvas series in ECharts' ``large`` mode, one
+per colour group, over one Arrow dataset, so 30k points stay light (no 4.7 MB Plotly bundle, no WebGL).
 
-Hover text comes from the archive, so it is HTML-escaped before Plotly's hover labels (which read a
-few tags) see it.
+The points travel once per colouring as an Arrow dataset (coordinates as float32, names as dictionary
+columns); the hover box is built in the browser from those columns by ECharts' default tooltip, which
+HTML-escapes them, and is not a string per point. ECharts draws the map legend, labels and tooltip as
+canvas text or escaped text, so archive names are never read as markup.
 
 Example:
     >>> import pandas as pd
@@ -10,17 +13,16 @@ Example:
     ...     "category": [None, "gemm"], "strategy": [None, None], "tags": ["tiling, unroll", None],
     ...     "correct": [True, False], "speedup_eager": [1.5, None], "speedup_compile": [None, None],
     ...     "verdict": ["passed", "failed"], "failing_checks": [None, "output-matches"]})
-    >>> fig, ids = map_figure(pts, "level")
-    >>> [t["type"] for t in fig["data"]], ids
-    (['scattergl', 'scattergl'], [['a'], ['b']])
-    >>> [t["name"] for t in map_figure(pts, "strategy", tag="unroll")[0]["data"]]
+    >>> option, ids = map_figure(pts, "level")
+    >>> [(s["name"], s.get("large", False)) for s in option["series"]], ids
+    ([('level 1', True), ('level 2', True), ('level 1', False), ('level 2', False)], [['a'], ['b'], ['a'], ['b']])
+    >>> map_figure(pts, "strategy", tag="unroll")[0]["legend"]["data"]
     ['unroll', 'other tags or untagged']
 """
 
 from __future__ import annotations
 
 import functools
-import html
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,10 +40,27 @@ PALETTE = (
 MUTED = "#C8C8C8"
 VERDICT_COLOURS: dict[str, str] = {"passed": "#59A14F", "flagged": "#F28E2B", "failed": "#E15759", "unverified": MUTED}
 CORRECT_COLOURS: dict[str, str] = {"correct": "#59A14F", "incorrect": "#E15759"}
-SPEEDUP_SCALE: list[list[Any]] = [[0.0, "#B2182B"], [0.5, "#7F7F7F"], [1.0, "#2166AC"]]
-"""Slower red, 1x a mid grey (visible on the white background), faster blue."""
+UNMEASURED = "incorrect or unmeasured"
+SPEEDUP_BINS: tuple[tuple[float, str, str], ...] = (
+    (0.25, "under 1/4x", "#B2182B"),
+    (0.5, "1/4x to 1/2x", "#D6604D"),
+    (0.9, "1/2x to 0.9x", "#E8A07F"),
+    (1.1, "about 1x", "#7F7F7F"),
+    (2.0, "1.1x to 2x", "#7FB2D5"),
+    (4.0, "2x to 4x", "#4393C3"),
+    (float("inf"), "4x or more", "#2166AC"),
+)
+"""Upper bound (exclusive), label and colour of each speedup band: slower red, about 1x a mid grey (visible
+on the white background), faster blue."""
 UNTAGGED = "other tags or untagged"
 MATCH_COLOUR = "#111111"
+MUTED_LABELS = (UNKNOWN, OTHER, "not measured", UNTAGGED, "unverified", UNMEASURED)
+HOVER_COLUMNS = {"task": "task_name", "speedup": "speedup_eager", "source": "source", "verifier": "verdict"}
+"""The hover box's rows after the kernel name: its title and the ``map_points`` column it shows."""
+MAX_HOVER_CHARS = 160
+LEGEND_TEXT_PX = 170
+"""Legend entries longer than this are cut with an ellipsis. (No legend tooltip: ECharts writes its text as
+HTML unescaped.)"""
 
 
 @dataclass(frozen=True)
@@ -64,37 +83,51 @@ COLOURINGS: dict[str, Colouring] = {
 }
 
 
-def _escaped(values: pd.Series) -> pd.Series:
+def _shown(values: pd.Series) -> pd.Series:
+    """Archive text as the hover box shows it: bidi and invisible characters removed, cut, ``-`` if missing.
+    (ECharts escapes it; it is not escaped here.)"""
     from explorer.views import visible_text
 
-    text = values.astype(object).map(lambda v: "-" if v is None or v != v else visible_text(v)[:160])
-    for raw, entity in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ('"', "&quot;"), ("'", "&#x27;")):
-        text = text.str.replace(raw, entity, regex=False)
-    return text
+    return values.astype(object).map(lambda v: "-" if v is None or v != v else visible_text(v)[:MAX_HOVER_CHARS])
 
 
-def hover_text(points: pd.DataFrame) -> np.ndarray:
-    """One hover label per point (kernel, task, speedup over eager, source, verifier verdict and its failing
-    checks), archive text HTML-escaped and cut to 160 characters.
+def hover_frame(points: pd.DataFrame) -> pd.DataFrame:
+    """The hover box's columns, one row per point: kernel, task, speedup over eager (``fmt_speedup``), source,
+    and the verifier's verdict with its failing checks. Repeated values are categoricals, so they travel
+    once each as Arrow dictionaries.
 
-    Kept short: at 30k points the labels are most of the figure's bytes."""
+    Example:
+        >>> hover_frame(pd.DataFrame({"kernel_name": ["k"], "task_name": ["t"], "source": ["s"],
+        ...     "speedup_eager": [2.0], "verdict": ["flagged"], "failing_checks": ["timing"]})).iloc[0].tolist()
+        ['k', 't', '2.00x', 's', 'flagged (timing)']
+    """
     from explorer.views import fmt_speedup
 
-    speed_text = points["speedup_eager"].astype(float).map(fmt_speedup)
     verdict = points["verdict"].fillna("unverified") if "verdict" in points else pd.Series("unverified", points.index)
     failing = points["failing_checks"] if "failing_checks" in points else pd.Series(None, points.index, dtype=object)
-    failing_text = failing.map(lambda v: "" if v is None or v != v else " (" + html.escape(str(v)[:160]) + ")")
-    text = ("<b>" + _escaped(points["kernel_name"]) + "</b><br>" + _escaped(points["task_name"])
-            + "<br>" + speed_text + " eager · " + _escaped(points["source"]) + "<br>verifier: " + verdict
-            + failing_text)
-    return text.to_numpy(dtype=object)
+    failing_text = _shown(failing).map(lambda v: "" if v == "-" else f" ({v})")
+    return pd.DataFrame({
+        "kernel": _shown(points["kernel_name"]),
+        "task": _shown(points["task_name"]).astype("category"),
+        "speedup": points["speedup_eager"].astype(float).map(fmt_speedup).astype("category"),
+        "source": _shown(points["source"]).astype("category"),
+        "verifier": (verdict.astype(str) + failing_text).astype("category"),
+    }, index=points.index)
 
 
-HOVER = "%{text}<extra>%{fullData.name}</extra>"
+def _speedup_labels(points: pd.DataFrame) -> pd.Series:
+    speed = points["speedup_eager"].astype(float).to_numpy()
+    bounds = np.array([upper for upper, _, _ in SPEEDUP_BINS])
+    names = np.array([name for _, name, _ in SPEEDUP_BINS] + [UNMEASURED], dtype=object)
+    band = np.where(speed > 0, np.searchsorted(bounds, np.nan_to_num(speed, nan=0.0), side="right"),
+                    len(SPEEDUP_BINS))
+    return pd.Series(names[band], index=points.index, dtype=object)
 
 
 def _labels(points: pd.DataFrame, column: str, tag: str | None = None) -> pd.Series:
     values = points[column] if column in points else pd.Series(None, index=points.index, dtype=object)
+    if column == "speedup_eager":
+        return _speedup_labels(points)
     if column == "correct":
         return values.astype(object).map(lambda v: "not measured" if pd.isna(v) else "correct" if v else "incorrect")
     if column == "level":
@@ -135,119 +168,153 @@ def search_mask(points: pd.DataFrame, query: str | None) -> np.ndarray:
     return (names | (points["kernel_id"] == query.strip())).to_numpy(dtype=bool)
 
 
-def _trace(points: pd.DataFrame, hover: np.ndarray, mask: np.ndarray, name: str,
-           marker: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "scattergl", "mode": "markers", "name": html.escape(name),
-            "x": points["x"].to_numpy(dtype=np.float32)[mask], "y": points["y"].to_numpy(dtype=np.float32)[mask],
-            "text": hover[mask],
-            "hovertemplate": HOVER, "marker": marker}
-
-
 def marker_size(n_points: int) -> int:
     """Point size: larger for small maps, small enough that 30k points do not merge into blobs."""
     return 8 if n_points < 1_000 else 6 if n_points < 5_000 else 4
 
 
-LAYOUT: dict[str, Any] = {
-    "margin": {"l": 0, "r": 0, "t": 40, "b": 0},
-    "legend": {"itemsizing": "constant", "yanchor": "top", "y": 1.0, "xanchor": "left", "x": 1.01},
-    "xaxis": {"showticklabels": False, "title": None, "zeroline": False, "showgrid": False},
-    "yaxis": {"showticklabels": False, "title": None, "zeroline": False, "showgrid": False},
-    "dragmode": "zoom", "hovermode": "closest", "plot_bgcolor": "rgba(0,0,0,0)",
-}
+def groups(points: pd.DataFrame, colour: str, tag: str | None = None) -> tuple[pd.Series, list[tuple[str, str]]]:
+    """Each point's group as a code into the returned ``(label, colour)`` list: the largest named groups
+    first with palette colours (fixed colours for verdicts and correctness, bands in order for speedups),
+    missing / other / untagged last in grey.
+
+    Example:
+        >>> codes, legend = groups(pd.DataFrame({"source": ["b", "a", "b", None]}), "source")
+        >>> codes.tolist(), [label for label, _ in legend]
+        ([0, 1, 0, 2], ['b', 'a', '(none)'])
+    """
+    spec = COLOURINGS[colour]
+    labels = _labels(points, spec.column, tag)
+    if spec.numeric:
+        present = set(labels)
+        legend = [(name, hue) for _, name, hue in SPEEDUP_BINS if name in present]
+        legend += [(UNMEASURED, MUTED)] if UNMEASURED in present else []
+    else:
+        counts = labels.value_counts()
+        order = [v for v in counts.index if v not in MUTED_LABELS]
+        order += [v for v in MUTED_LABELS if v in counts.index]
+        fixed = {"correct": CORRECT_COLOURS, "verdict": VERDICT_COLOURS}.get(spec.column, {})
+        legend = [(label, fixed.get(label) or (MUTED if label in MUTED_LABELS else PALETTE[i % len(PALETTE)]))
+                  for i, label in enumerate(order)]
+    code = {label: i for i, (label, _) in enumerate(legend)}
+    return labels.map(code).astype(np.int16), legend
+
+
+def map_dataset(points: pd.DataFrame, codes: pd.Series, hover: pd.DataFrame | None = None) -> Any:
+    """The chart's one dataset (a ``pyarrow.Table``): float32 coordinates, the group code and the hover
+    columns, in the points' order (so a selected row index is a point's index)."""
+    import pyarrow as pa
+
+    hover = hover_frame(points) if hover is None else hover
+    frame = pd.DataFrame({"x": points["x"].to_numpy(dtype=np.float32), "y": points["y"].to_numpy(dtype=np.float32),
+                          "group": codes.to_numpy()})
+    frame = pd.concat([frame, hover.reset_index(drop=True)], axis=1)
+    return pa.Table.from_pandas(frame, preserve_index=False)
+
+
+AXIS: dict[str, Any] = {"type": "value", "scale": True, "show": False, "splitLine": {"show": False}}
+
+
+def _group_series(label: str, hue: str, dataset_index: int, size: int) -> list[dict[str, Any]]:
+    """A colour group's two series over its filtered dataset: the drawn one (ECharts' ``large`` mode: one
+    path for all its points, hover and click still per point) and an undrawn twin (``symbol: none``) that
+    the box and lasso select from, since ``large`` series keep no per-point layout to brush."""
+    drawn = {"type": "scatter", "name": label, "datasetIndex": dataset_index, "symbolSize": size, "large": True,
+             "largeThreshold": 2_000, "progressive": 0, "selectedMode": "single",
+             "itemStyle": {"color": hue, "opacity": 0.85},
+             "encode": {"x": "x", "y": "y", "itemName": "kernel", "tooltip": list(HOVER_COLUMNS)}}
+    return [drawn, {"type": "scatter", "name": label, "datasetIndex": dataset_index, "symbol": "none",
+                    "encode": {"x": "x", "y": "y"}}]
 
 
 def map_figure(points: pd.DataFrame, colour: str, height: int = 680, tag: str | None = None,
-               search: str | None = None, hover: np.ndarray | None = None) -> tuple[dict[str, Any], list[list[str]]]:
-    """The figure (a Plotly figure dict), and per trace the kernel ids of its points (to map a selection
-    back to kernels).
+               search: str | None = None, hover: pd.DataFrame | None = None) -> tuple[dict[str, Any], list[list[str]]]:
+    """The ECharts option (its dataset a ``pyarrow.Table``), and per series the kernel ids of its points (to
+    map a selection back to kernels).
 
-    ``tag`` is the strategy tag to highlight when colouring by strategy (default: the most common);
-    points matching ``search`` are drawn again on top, larger and outlined. ``hover`` is
-    ``hover_text(points)`` when the caller already has it (it is most of the cost at 30k points)."""
-    spec = COLOURINGS[colour]
+    Series ``0 .. n-1`` draw the ``n`` colour groups, ``n .. 2n-1`` are their brushable twins (same ids), and
+    points matching ``search`` are drawn last, larger and outlined (that series ignores the mouse, so hovering
+    and clicking still reach the kernel below). ``tag`` is the strategy tag to highlight when colouring by
+    strategy (default: the most common). ``hover`` is ``hover_frame(points)`` when the caller already has it."""
+    codes, legend = groups(points, colour, tag)
     size = marker_size(len(points))
-    hover = hover_text(points) if hover is None else hover
-    kernel_ids = points["kernel_id"].to_numpy(dtype=object)
-    traces: list[dict[str, Any]] = []
+    kernel_ids = points["kernel_id"].astype(str).to_numpy(dtype=object)
+    code_array = codes.to_numpy()
+    datasets: list[dict[str, Any]] = [{"source": map_dataset(points, codes, hover)}]
+    pairs = []
     ids: list[list[str]] = []
-    if spec.numeric:
-        speed = points[spec.column].astype(float).to_numpy()
-        measured = speed > 0
-        if (~measured).any():
-            traces.append(_trace(points, hover, ~measured, "incorrect or unmeasured",
-                                 {"size": size, "color": MUTED, "opacity": 0.5}))
-            ids.append(kernel_ids[~measured].tolist())
-        traces.append(_trace(points, hover, measured, "x eager", {
-            "size": size, "color": np.clip(np.log2(speed[measured]), -3, 3), "colorscale": SPEEDUP_SCALE, "cmin": -3,
-            "cmax": 3, "opacity": 0.85,
-            "colorbar": {"title": {"text": "x eager"}, "tickvals": [-3, -2, -1, 0, 1, 2, 3],
-                         "ticktext": ["1/8", "1/4", "1/2", "1", "2", "4", "8"]}}))
-        ids.append(kernel_ids[measured].tolist())
-    else:
-        labels = _labels(points, spec.column, tag)
-        counts = labels.value_counts()
-        muted = (UNKNOWN, OTHER, "not measured", UNTAGGED, "unverified")
-        order = [v for v in counts.index if v not in muted]
-        order += [v for v in muted if v in counts.index]
-        fixed = {"correct": CORRECT_COLOURS, "verdict": VERDICT_COLOURS}.get(spec.column, {})
-        label_array = labels.to_numpy(dtype=object)
-        for i, label in enumerate(order):
-            mask = label_array == label
-            colour_value = fixed.get(label) or (MUTED if label in muted else PALETTE[i % len(PALETTE)])
-            traces.append(_trace(points, hover, mask, label, {"size": size, "color": colour_value, "opacity": 0.8}))
-            ids.append(kernel_ids[mask].tolist())
+    for i, (label, hue) in enumerate(legend):
+        datasets.append({"fromDatasetIndex": 0, "transform": {"type": "filter", "config": {"dimension": "group", "=": i}}})
+        pairs.append(_group_series(label, hue, i + 1, size))
+        ids.append(kernel_ids[code_array == i].tolist())
+    series = [drawn for drawn, _ in pairs] + [twin for _, twin in pairs]
+    ids += ids[:]
     matches = search_mask(points, search)
     if matches.any():
-        traces.append(_trace(points, hover, matches, f"matches '{search}'", {
-            "size": size + 4, "color": "rgba(0,0,0,0)", "line": {"color": MATCH_COLOUR, "width": 2}}))
+        xy = np.column_stack([points["x"].to_numpy(dtype=float)[matches], points["y"].to_numpy(dtype=float)[matches]])
+        series.append({"type": "scatter", "name": "matches", "silent": True, "symbolSize": size + 5, "z": 3,
+                       "data": xy.round(5).tolist(),
+                       "itemStyle": {"color": "rgba(0,0,0,0)", "borderColor": MATCH_COLOUR, "borderWidth": 1.5}})
         ids.append(kernel_ids[matches].tolist())
-    return {"data": traces, "layout": {**LAYOUT, "height": height}}, ids
+    option: dict[str, Any] = {
+        "animation": False,
+        "dataset": datasets,
+        "grid": {"left": 8, "right": 210, "top": 36, "bottom": 8},
+        "xAxis": dict(AXIS), "yAxis": dict(AXIS),
+        "tooltip": {"trigger": "item", "confine": True},
+        "legend": {"type": "scroll", "orient": "vertical", "right": 0, "top": 36, "bottom": 8,
+                   "data": [label for label, _ in legend], "itemWidth": 12, "itemHeight": 12,
+                   "textStyle": {"width": LEGEND_TEXT_PX, "overflow": "truncate"}},
+        "dataZoom": [{"type": "inside", "xAxisIndex": 0, "filterMode": "none"},
+                     {"type": "inside", "yAxisIndex": 0, "filterMode": "none"}],
+        "toolbox": {"left": 0, "top": 0, "feature": {"brush": {"type": ["rect", "polygon", "clear"]}}},
+        "brush": {"seriesIndex": list(range(len(legend), 2 * len(legend))), "brushMode": "single"},
+        "series": series,
+    }
+    return option, ids
 
 
-def selected_kernel_ids(event: Any, trace_ids: list[list[str]]) -> tuple[list[str], bool]:
-    """Kernel ids of the points an ``st.plotly_chart`` selection event names, and whether they were
-    dragged (box or lasso) rather than clicked.
+def selected_kernel_ids(event: Any, series_ids: list[list[str]]) -> tuple[list[str], bool]:
+    """Kernel ids of the points an ``st.echarts_chart`` selection event names, and whether they were
+    brushed (box or lasso) rather than clicked.
 
     Example:
-        >>> selected_kernel_ids({"selection": {"points": [{"curve_number": 1, "point_index": 0}],
-        ...                                   "box": [], "lasso": []}}, [["a"], ["b"]])
+        >>> selected_kernel_ids({"selection": {"selected": [{"series_index": 0, "data_indices": [1]}],
+        ...                                   "areas": []}}, [["a", "b"]])
         (['b'], False)
     """
     selection = event.get("selection", {}) if isinstance(event, dict) else getattr(event, "selection", {})
     selection = selection or {}
     ids: list[str] = []
-    for point in selection.get("points", []) or []:
-        curve = point.get("curve_number")
-        index = point.get("point_index", point.get("point_number"))
-        if isinstance(curve, int) and isinstance(index, int) and 0 <= curve < len(trace_ids) \
-                and 0 <= index < len(trace_ids[curve]):
-            ids.append(trace_ids[curve][index])
-    return ids, bool(selection.get("box") or selection.get("lasso"))
+    for group in selection.get("selected", []) or []:
+        series = group.get("series_index") if isinstance(group, dict) else None
+        if not isinstance(series, int) or not 0 <= series < len(series_ids):
+            continue
+        for index in group.get("data_indices", []) or []:
+            if isinstance(index, int) and 0 <= index < len(series_ids[series]):
+                ids.append(series_ids[series][index])
+    return list(dict.fromkeys(ids)), bool(selection.get("areas"))
 
 
 @dataclass(frozen=True)
 class MapData:
-    """A layout's points and their hover labels, shared (read-only) by every colouring and every session."""
+    """A layout's points and their hover columns, shared (read-only) by every colouring and every session."""
 
     points: pd.DataFrame
-    hover: np.ndarray
+    hover: pd.DataFrame
 
 
 def _map_data(path: str, stamp: tuple[int, ...], layout_id: str) -> MapData:
     from explorer.archive import run_query
 
     points = run_query(Path(path), "map_points", layout_id)
-    return MapData(points, hover_text(points))
+    return MapData(points, hover_frame(points))
 
 
 def _figure(path: str, stamp: tuple[int, ...], layout_id: str, colour: str, tag: str | None,
-            search: str | None) -> tuple[Any, list[list[str]]]:
-    import plotly.graph_objects as go
-
+            search: str | None) -> tuple[dict[str, Any], list[list[str]]]:
     data = _cached_map_data()(path, stamp, layout_id)
-    figure, ids = map_figure(data.points, colour, tag=tag, search=search, hover=data.hover)
-    return go.Figure(figure), ids
+    return map_figure(data.points, colour, tag=tag, search=search, hover=data.hover)
 
 
 @functools.cache
@@ -284,17 +351,16 @@ def layout_points(layout_id: str) -> pd.DataFrame:
 
 
 def layout_figure(layout_id: str, colour: str, tag: str | None = None,
-                  search: str | None = None) -> tuple[pd.DataFrame, Any, list[list[str]]]:
-    """The points of a layout with their figure (a validated ``plotly.graph_objects.Figure``, which
-    ``st.plotly_chart`` then sends as it is) and per trace the kernel ids of its points.
+                  search: str | None = None) -> tuple[pd.DataFrame, dict[str, Any], list[list[str]]]:
+    """The points of a layout with their chart option and per series the kernel ids of its points.
 
-    Kept in memory per archive state (``st.cache_resource``: no copy, no pickling of 30k hover labels on
-    each rerun), so a rerun or another session only serialises the figure, and a new colouring reuses
-    the points and hover labels. Callers must not modify what this returns.
+    Kept in memory per archive state (``st.cache_resource``: no copy, no pickling on each rerun), so a rerun
+    or another session only serialises the option, and a new colouring reuses the points and hover
+    columns. Callers must not modify what this returns.
 
     Raises:
         explorer.archive.Unavailable: as ``fetch``.
     """
     path, stamp = _archive_state()
-    figure, ids = _cached_figure()(path, stamp, layout_id, colour, tag, search)
-    return _cached_map_data()(path, stamp, layout_id).points, figure, ids
+    option, ids = _cached_figure()(path, stamp, layout_id, colour, tag, search)
+    return _cached_map_data()(path, stamp, layout_id).points, option, ids

@@ -47,7 +47,8 @@ def build_archive(path: Path) -> Path:
     return path
 
 
-READY: dict[str, str] = {"kernel": '[data-testid="stCode"]', "map": ".js-plotly-plot", "task": ".js-plotly-plot",
+READY: dict[str, str] = {"kernel": '[data-testid="stCode"]', "map": '[data-testid="stEChartsChart"] canvas',
+                         "task": '[data-testid="stVegaLiteChart"] .marks',
                          "kernel-profiles": '[data-testid="stDataFrame"] th',
                          "kernel-verification": '[data-testid="stAlert"], [data-testid="stDataFrame"] th'}
 """What each page must show before its photo; tables elsewhere."""

@@ -1,4 +1,4 @@
-"""Map: the current UMAP layout of kernel code embeddings as a WebGL scatter; select to list, click to open.
+"""Map: the current UMAP layout of kernel code embeddings as a canvas scatter; select to list, click to open.
 
 The colouring (``color``), the highlighted strategy tag (``tag``), the search (``q``) and a small
 selection (``selected``, up to ``MAX_SELECTED_IN_URL`` kernel ids) live in the URL.
@@ -73,24 +73,23 @@ def main() -> None:
     except Unavailable as error:
         show_unavailable(error)
         return
-    left, middle, right = st.columns([3, 2, 2], vertical_alignment="bottom")
-    left.segmented_control("Colour by", list(COLOURINGS), key="map_colour",
-                           format_func=lambda c: COLOURINGS[c].label,
-                           help=VERDICT_HELP if st.session_state.get("map_colour") == "verdict" else None)
+    st.segmented_control("Colour by", list(COLOURINGS), key="map_colour", format_func=lambda c: COLOURINGS[c].label,
+                         help=VERDICT_HELP if st.session_state.get("map_colour") == "verdict" else None)
     colour = st.session_state.get("map_colour") or "category"
+    search_column, tag_column = st.columns(2, vertical_alignment="bottom")
     tag = None
     if colour == "strategy":
         counts = tag_counts(points)
         tags = [str(t) for t in counts.index]
         if st.session_state.get("map_tag") not in tags:
             st.session_state["map_tag"] = tags[0] if tags else None
-        middle.selectbox("Highlight strategy tag", tags, key="map_tag", disabled=not tags,
-                         format_func=lambda t: f"{t} ({int(counts[t]):,})",
-                         help="Kernels using this technique are coloured; every other kernel is grey.")
+        tag_column.selectbox("Highlight strategy tag", tags, key="map_tag", disabled=not tags,
+                             format_func=lambda t: f"{t} ({int(counts[t]):,})",
+                             help="Kernels using this technique are coloured; every other kernel is grey.")
         tag = st.session_state.get("map_tag")
-    right.text_input("Find kernel or task", key="map_q", max_chars=url.MAX_PARAM_CHARS,
-                     placeholder="e.g. softmax, conv", help="Outlines the kernels whose kernel or task name "
-                                                            "contains this text.")
+    search_column.text_input("Find kernel or task", key="map_q", max_chars=url.MAX_PARAM_CHARS,
+                             placeholder="e.g. softmax, conv",
+                             help="Outlines the kernels whose kernel or task name contains this text.")
     search = url.clean_text(st.session_state.get("map_q"))
     try:
         points, fig, trace_ids = layout_figure(layout["layout_id"], colour, tag, search)
@@ -99,11 +98,10 @@ def main() -> None:
         return
     found = int(search_mask(points, search).sum()) if search else None
     st.caption(f"{len(points):,} kernels · {plain(layout['method'])} of {code_span(layout['model'])} "
-               "embeddings · drag a box or lasso (toolbar) to list kernels, click a point to open it"
+               "embeddings · pick the box or lasso tool (top left) and drag to list kernels, click a point to open it, "
+               "scroll to zoom"
                + (f" · {found:,} match {code_span(search)}" if search else "") + ".")
-    event = st.plotly_chart(fig, key=f"map_{colour}_{tag}_{search}", on_select="rerun",
-                            selection_mode=("points", "box", "lasso"),
-                            config={"scrollZoom": True, "displaylogo": False})
+    event = st.echarts_chart(fig, key=f"map_{colour}_{tag}_{search}", on_select="rerun", height=680, width="stretch")
     ids, dragged = selected_kernel_ids(event, trace_ids)
     if len(ids) == 1 and not dragged and st.session_state.get("map_opened") != ids[0]:
         st.session_state["map_opened"] = ids[0]

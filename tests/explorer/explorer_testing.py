@@ -74,6 +74,22 @@ def figures(at: Any) -> dict[str, dict[str, Any]]:
     return {chart.key: json.loads(chart.proto.spec) for chart in at.get("plotly_chart")}
 
 
+def echarts(at: Any) -> list[tuple[dict[str, Any], list[Any]]]:
+    """The ECharts charts of an AppTest run, in page order: (option, its Arrow datasets as data frames, in the
+    order the option names them)."""
+    import json
+
+    import pyarrow as pa
+
+    charts = []
+    for chart in at.get("echarts_chart"):
+        frames = {d.name: pa.ipc.open_stream(d.data.data).read_all().to_pandas() for d in chart.proto.datasets}
+        option = json.loads(chart.proto.spec)
+        named = [d["source"]["name"] for d in option.get("dataset", []) if isinstance(d.get("source"), dict)]
+        charts.append((option, [frames[name] for name in named]))
+    return charts
+
+
 def vega_charts(at: Any) -> list[tuple[dict[str, Any], Any]]:
     """The Vega-Lite charts of an AppTest run, in page order: (spec, the data frame it draws)."""
     import json

@@ -131,6 +131,36 @@ def _settle(page: Any) -> None:
     page.wait_for_timeout(400)
 
 
+MAP = '[data-testid="stEChartsChart"]'
+PAINT = """(host) => { const cs = [...host.querySelectorAll('canvas')];
+    if (!cs.length || cs[0].width < 2) return [0, 0];
+    const W = 160, H = 90, off = document.createElement('canvas'); off.width = W; off.height = H;
+    const g = off.getContext('2d'), w = cs[0].width, h = cs[0].height;
+    for (const c of cs) g.drawImage(c, w * 0.05, h * 0.1, w * 0.75, h * 0.85, 0, 0, W, H);
+    const d = g.getImageData(0, 0, W, H).data; let n = 0, sig = 0;
+    for (let i = 0; i < d.length; i += 4) if (d[i + 3] > 0) {
+        n++; sig = (sig * 31 + d[i] * 7 + d[i + 1] * 3 + d[i + 2]) % 1000000007; }
+    return [n, sig]; }"""
+"""Painted pixels in the map's plot area and a checksum of their colours."""
+POINTS = """(host) => { const cs = [...host.querySelectorAll('canvas')];
+    if (!cs.length || cs[0].width < 2) return [];
+    const r = cs[0].getBoundingClientRect();
+    const w = cs[0].width, h = cs[0].height, found = [];
+    for (const c of cs) { const d = c.getContext('2d').getImageData(0, 0, w, h).data;
+        for (let y = Math.floor(h * 0.1); y < h * 0.95 && found.length < 40; y += 3)
+            for (let x = Math.floor(w * 0.05); x < w * 0.8 && found.length < 40; x += 3)
+                if (d[(y * w + x) * 4 + 3] > 200) { found.push([r.left + x * r.width / w, r.top + y * r.height / h]);
+                                                     x += 40; } }
+    return found; }"""
+"""Page coordinates of up to 40 painted map points."""
+
+
+def _map_drawn(page: Any) -> None:
+    """Wait until the map's canvas has points drawn in its plot area."""
+    page.wait_for_function(f"() => document.querySelector('{MAP}') !== null"
+                           f" && ({PAINT})(document.querySelector('{MAP}'))[0] > 20")
+
+
 def _no_traceback(page: Any) -> None:
     assert page.locator('[data-testid="stException"]').count() == 0
 
@@ -272,19 +302,13 @@ def test_embed_while_the_map_is_open_then_the_map_draws_with_webgl(served: Serve
     page.reload()
     _settle(page)
     _no_traceback(page)
-    plot = page.locator(".js-plotly-plot").first
-    plot.wait_for()
-    page.wait_for_function("() => document.querySelector('.js-plotly-plot')._fullData !== undefined")
-    types = page.evaluate("() => document.querySelector('.js-plotly-plot')._fullData.map(t => t.type)")
-    points = page.evaluate(
-        "() => document.querySelector('.js-plotly-plot')._fullData.reduce((n, t) => n + t.x.length, 0)")
+    _map_drawn(page)
+    assert page.locator(".js-plotly-plot").count() == 0
     with connect(served.db, read_only=True) as con:
         layout = current_layout(con)
-    assert layout is not None
-    assert set(types) == {"scattergl"}
-    assert points == layout["n_points"] > 0
-    canvas = plot.locator("canvas").first
-    size = canvas.bounding_box()
+    assert layout is not None and layout["n_points"] > 0
+    assert f"{layout['n_points']:,} kernels" in page.inner_text('[data-testid="stMain"]')
+    size = page.locator(f"{MAP} canvas").first.bounding_box()
     assert size is not None and size["width"] > 300 and size["height"] > 300
     page.set_viewport_size({"width": VIEWPORT["width"], "height": 1100})
     page.wait_for_timeout(500)
@@ -369,19 +393,105 @@ def test_navigation_keeps_its_place(served: Served, page: Any) -> None:
     assert page.get_by_role("heading", level=1).first.inner_text().strip() == "Page not found"
 
 
-def test_every_map_colouring_draws_without_a_traceback(served: Served, page: Any) -> None:
+def _embedded(served: Served) -> None:
     with connect(served.db, read_only=True) as con:
         layout = current_layout(con)
     if layout is None:
         done = _cli("embed", "--db", str(served.db))
         assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_every_map_colouring_draws_without_a_traceback(served: Served, page: Any) -> None:
+    _embedded(served)
     page.goto(f"{served.url}/map")
     _settle(page)
+    _map_drawn(page)
     for label in ("Level", "Verifier verdict", "Strategy tag", "Speedup over eager", "Source"):
+        before = page.evaluate(f"() => ({PAINT})(document.querySelector('{MAP}'))[1]")
         page.locator('[data-testid="stButtonGroup"] button', has_text=re.compile(rf"^{label}$")).click()
         page.wait_for_timeout(300)
         _settle(page)
         _no_traceback(page)
-        page.wait_for_function("() => { const p = document.querySelector('.js-plotly-plot');"
-                               " return p !== null && p._fullData !== undefined; }")
+        _map_drawn(page)
+        if label != "Source":
+            page.wait_for_function(f"() => ({PAINT})(document.querySelector('{MAP}'))[1] !== {before}")
     assert "color=source" in page.url
+
+
+def test_map_hover_names_the_kernel_and_a_click_opens_its_page(served: Served, page: Any) -> None:
+    _embedded(served)
+    page.goto(f"{served.url}/map?color=verdict")
+    _settle(page)
+    _map_drawn(page)
+    tip = f"{MAP} div[style*='z-index: 9999999']"
+    for x, y in page.evaluate(f"() => ({POINTS})(document.querySelector('{MAP}'))"):
+        page.mouse.move(x, y)
+        page.wait_for_timeout(250)
+        if page.locator(tip).count() and page.locator(tip).first.is_visible():
+            break
+    else:
+        pytest.fail("no point of the map showed a hover box")
+    text = page.locator(tip).first.inner_text()
+    for row in ("task", "speedup", "source", "verifier"):
+        assert row in text, text
+    with connect(served.db, read_only=True) as con:
+        names = {str(n) for (n,) in con.execute("SELECT name FROM kernels").fetchall()}
+    hovered = next(line.strip() for line in text.splitlines()[1:] if line.strip())
+    assert hovered in names, text
+    assert page.locator(tip).first.locator("script, img, b").count() == 0
+    page.mouse.click(x, y)
+    page.wait_for_url(re.compile(r"/kernel\?kernel=[0-9a-f]+"))
+    _settle(page)
+    _no_traceback(page)
+    assert hovered in page.inner_text('[data-testid="stMain"]')
+
+
+HOSTILE_MAP_SCRIPT = '''
+import pandas as pd
+import streamlit as st
+
+from explorer.map_figure import map_figure
+
+bad = "<img src=x onerror=window.__pwned=1>"
+n = 5
+points = pd.DataFrame({"kernel_id": [f"k{i}" for i in range(n)], "x": [i / (n - 1) for i in range(n)],
+    "y": [0.1, 0.5, 0.3, 0.6, 0.9], "kernel_name": [bad + str(i) for i in range(n)], "task_name": [bad] * n,
+    "source": [bad] * n, "level": [1] * n, "category": [bad] * n, "strategy": [None] * n, "tags": [None] * n,
+    "correct": [True] * n, "speedup_eager": [1.5] * n, "speedup_compile": [None] * n, "verdict": ["flagged"] * n,
+    "failing_checks": [bad] * n})
+st.echarts_chart(map_figure(points, "category")[0], key="map", on_select="rerun", height=500)
+'''
+
+
+def test_map_hover_shows_hostile_archive_text_literally(browser: Any, tmp_path: Path) -> None:
+    script = tmp_path / "hostile_map.py"
+    script.write_text(HOSTILE_MAP_SCRIPT)
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true", "--server.port",
+         str(port), "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+        cwd=Path(__file__).resolve().parents[2], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    context = browser.new_context(viewport=VIEWPORT, device_scale_factor=1)
+    try:
+        _wait_healthy(url, process)
+        tab = context.new_page()
+        tab.set_default_timeout(TIMEOUT_MS)
+        tab.goto(url)
+        tab.wait_for_function(f"() => document.querySelector('{MAP}') !== null"
+                              f" && ({POINTS})(document.querySelector('{MAP}')).length >= 2")
+        tip = f"{MAP} div[style*='z-index: 9999999']"
+        for x, y in tab.evaluate(f"() => ({POINTS})(document.querySelector('{MAP}'))"):
+            tab.mouse.move(x, y)
+            tab.wait_for_timeout(250)
+            if tab.locator(tip).count() and "onerror" in tab.locator(tip).first.inner_text():
+                break
+        else:
+            pytest.fail("no point of the map showed a hover box")
+        assert "<img src=x onerror=window.__pwned=1>" in tab.locator(tip).first.inner_text()
+        assert tab.locator(f"{MAP} img").count() == 0
+        assert tab.evaluate("() => window.__pwned") is None
+    finally:
+        context.close()
+        process.terminate()
+        process.wait(timeout=20)

@@ -4,28 +4,35 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from explorer_testing import add_derived_rows, assert_clean, decoded, figures, texts
+from explorer_testing import add_derived_rows, assert_clean, echarts, texts
 from handmade_archive import Handmade
 
-from explorer.map_figure import COLOURINGS, map_figure, selected_kernel_ids
+from explorer.map_figure import COLOURINGS, SPEEDUP_BINS, hover_frame, map_figure, selected_kernel_ids
 
 
 def test_without_embeddings_the_map_says_to_run_embed(open_app, handmade: Handmade) -> None:
     at = open_app(handmade.path, "map")
     assert_clean(at)
     assert "kernel-archive embed" in texts(at)
-    assert not at.get("plotly_chart")
+    assert not at.get("echarts_chart") and not at.get("plotly_chart")
 
 
-def test_map_plots_every_projected_kernel_as_webgl_coloured_from_the_url(open_app, handmade: Handmade) -> None:
+def _drawn(option: dict) -> list[dict]:
+    return [series for series in option["series"] if series.get("large")]
+
+
+def test_map_plots_every_projected_kernel_on_canvas_coloured_from_the_url(open_app, handmade: Handmade) -> None:
     ids = list(handmade.kernels.values())
     add_derived_rows(handmade.path, ids, tagged={handmade.kernels["a1"]: "shared-memory-tiling"})
     at = open_app(handmade.path, "map", color="source")
     assert_clean(at)
-    (figure,) = figures(at).values()
-    assert {trace["type"] for trace in figure["data"]} == {"scattergl"}
-    assert sorted(trace["name"] for trace in figure["data"]) == ["alpha", "beta"]
-    assert sum(len(decoded(trace["x"])) for trace in figure["data"]) == len(ids)
+    assert not at.get("plotly_chart")
+    ((option, (points,)),) = echarts(at)
+    assert sorted(series["name"] for series in _drawn(option)) == ["alpha", "beta"]
+    assert sorted(option["legend"]["data"]) == ["alpha", "beta"]
+    assert len(points) == len(ids) and str(points["x"].dtype) == "float32"
+    assert points.columns.tolist() == ["x", "y", "group", "kernel", "task", "speedup", "source", "verifier"]
+    assert not points.isna().any().any() and not points.isin(["None", "nan", "<NA>"]).any().any()
     assert "9 kernels" in texts(at)
     at.button_group(key="map_colour").set_value("speedup").run()
     assert_clean(at)
@@ -33,9 +40,13 @@ def test_map_plots_every_projected_kernel_as_webgl_coloured_from_the_url(open_ap
     for colour in COLOURINGS:
         at.button_group(key="map_colour").set_value(colour).run()
         assert_clean(at)
+        ((option, (points,)),) = echarts(at)
+        assert len(points) == len(ids)
     at.text_input(key="map_q").set_value("a1").run()
     assert_clean(at)
     assert at.query_params["q"] in ("a1", ["a1"]) and "match" in texts(at)
+    ((option, _),) = echarts(at)
+    assert option["series"][-1]["name"] == "matches" and len(option["series"][-1]["data"]) >= 1
 
 
 def test_map_remembers_search_tag_and_a_small_selection_in_the_url(open_app, handmade: Handmade) -> None:
@@ -68,60 +79,76 @@ def _points() -> pd.DataFrame:
         "failing_checks": ["no-caching, timing", None, None]})
 
 
+def _groups(option: dict, ids: list[list[str]]) -> dict[str, list[str]]:
+    return {series["name"]: trace for series, trace in zip(option["series"], ids, strict=False) if series.get("large")}
+
+
 @pytest.mark.parametrize("colour", list(COLOURINGS))
-def test_every_colouring_places_each_point_once(colour: str) -> None:
-    fig, ids = map_figure(_points(), colour)
-    assert sorted(k for trace in ids for k in trace) == ["a", "b", "c"]
-    assert all(trace["type"] == "scattergl" for trace in fig["data"])
-    assert [len(trace["x"]) for trace in fig["data"]] == [len(trace) for trace in ids]
-    assert [len(trace["text"]) for trace in fig["data"]] == [len(trace) for trace in ids]
+def test_every_colouring_places_each_point_once_and_lets_the_brush_select_it(colour: str) -> None:
+    option, ids = map_figure(_points(), colour)
+    drawn = _drawn(option)
+    assert sorted(k for trace in ids[:len(drawn)] for k in trace) == ["a", "b", "c"]
+    assert all(series["type"] == "scatter" for series in option["series"])
+    assert option["legend"]["data"] == [series["name"] for series in drawn]
+    twins = option["series"][len(drawn):2 * len(drawn)]
+    assert [t["name"] for t in twins] == [d["name"] for d in drawn] and all(t["symbol"] == "none" for t in twins)
+    assert option["brush"]["seriesIndex"] == list(range(len(drawn), 2 * len(drawn)))
+    assert ids[len(drawn):2 * len(drawn)] == ids[:len(drawn)]
+    (source,) = [d["source"] for d in option["dataset"] if "source" in d]
+    groups = source.column("group").to_pylist()
+    for i, series in enumerate(drawn):
+        assert option["dataset"][series["datasetIndex"]]["transform"]["config"] == {"dimension": "group", "=": i}
+        assert len(ids[i]) == groups.count(i)
 
 
-def test_hover_text_from_the_archive_is_escaped() -> None:
-    fig, _ = map_figure(_points(), "category")
-    labels = [text for trace in fig["data"] for text in trace["text"]]
-    assert ("<b>&lt;b&gt;bold&lt;/b&gt;</b><br>t&amp;t<br>2.00x eager · s1<br>verifier: flagged "
-            "(no-caching, timing)") in labels
-    assert all("<b>bold</b>" not in text for text in labels)
+def test_hover_columns_show_archive_text_literally_and_missing_as_a_dash() -> None:
+    hover = hover_frame(_points())
+    assert hover.columns.tolist() == ["kernel", "task", "speedup", "source", "verifier"]
+    assert hover.iloc[0].tolist() == ["<b>bold</b>", "t&t", "2.00x", "s1", "flagged (no-caching, timing)"]
+    assert hover.iloc[1]["speedup"] == "-" and hover.iloc[1]["verifier"] == "unverified"
+    option, _ = map_figure(_points(), "category")
+    assert option["series"][0]["encode"]["itemName"] == "kernel"
+    assert option["series"][0]["encode"]["tooltip"] == ["task", "speedup", "source", "verifier"]
 
 
 def test_level_colouring_with_a_missing_level_is_not_a_traceback() -> None:
-    fig, ids = map_figure(_points(), "level")
-    assert [t["name"] for t in fig["data"]] == ["level 1", "level 2", "(none)"]
+    option, ids = map_figure(_points(), "level")
+    assert option["legend"]["data"] == ["level 1", "level 2", "(none)"]
 
 
 def test_verdict_colours_are_fixed_and_unverified_is_grey() -> None:
-    fig, _ = map_figure(_points(), "verdict")
-    colours = {t["name"]: t["marker"]["color"] for t in fig["data"]}
+    option, _ = map_figure(_points(), "verdict")
+    colours = {s["name"]: s["itemStyle"]["color"] for s in _drawn(option)}
     assert colours == {"flagged": "#F28E2B", "passed": "#59A14F", "unverified": "#C8C8C8"}
 
 
 def test_strategy_colouring_highlights_any_chosen_tag_not_only_the_first() -> None:
-    names = [t["name"] for t in map_figure(_points(), "strategy")[0]["data"]]
-    assert names == ["unroll", "other tags or untagged"]
-    fig, ids = map_figure(_points(), "strategy", tag="tiling")
-    assert [t["name"] for t in fig["data"]] == ["tiling", "other tags or untagged"] and ids[0] == ["b"]
+    assert map_figure(_points(), "strategy")[0]["legend"]["data"] == ["unroll", "other tags or untagged"]
+    option, ids = map_figure(_points(), "strategy", tag="tiling")
+    assert option["legend"]["data"] == ["tiling", "other tags or untagged"] and ids[0] == ["b"]
 
 
 def test_search_outlines_the_matching_kernels_on_top() -> None:
-    fig, ids = map_figure(_points(), "category", search="K2")
-    assert fig["data"][-1]["name"] == "matches &#x27;K2&#x27;" and ids[-1] == ["b"]
+    option, ids = map_figure(_points(), "category", search="K2")
+    assert option["series"][-1]["name"] == "matches" and option["series"][-1]["silent"] and ids[-1] == ["b"]
     assert map_figure(_points(), "category", search="nothing-like-this")[1] == map_figure(_points(), "category")[1]
 
 
-def test_one_x_speedups_are_not_white_on_white() -> None:
-    fig, _ = map_figure(_points(), "speedup")
-    scale = next(t for t in fig["data"] if "colorscale" in t["marker"])["marker"]["colorscale"]
-    middle = dict((position, colour) for position, colour in scale)[0.5]
-    assert middle.upper() not in ("#FFFFFF", "#F7F7F7", "WHITE")
+def test_speedups_fall_in_ordered_bands_and_one_x_is_not_white_on_white() -> None:
+    option, ids = map_figure(_points(), "speedup")
+    assert _groups(option, ids) == {"1/2x to 0.9x": ["c"], "2x to 4x": ["a"], "incorrect or unmeasured": ["b"]}
+    about_one = dict((name, colour) for _, name, colour in SPEEDUP_BINS)["about 1x"]
+    assert about_one.upper() not in ("#FFFFFF", "#F7F7F7", "WHITE")
 
 
-def test_selection_maps_back_to_kernels_and_tells_clicks_from_drags() -> None:
-    ids = [["a", "b"], ["c"]]
-    click = {"selection": {"points": [{"curve_number": 1, "point_index": 0}], "box": [], "lasso": []}}
-    lasso = {"selection": {"points": [{"curve_number": 0, "point_index": 1}, {"curve_number": 1, "point_index": 0}],
-                           "box": [], "lasso": [{"x": [0, 1], "y": [0, 1]}]}}
-    junk = {"selection": {"points": [{"curve_number": 7, "point_index": 0}, {"curve_number": "0"}]}}
+def test_selection_maps_back_to_kernels_and_tells_clicks_from_brushes() -> None:
+    ids = [["a", "b"], ["c"], ["a", "b"], ["c"]]
+    click = {"selection": {"selected": [{"series_index": 1, "data_indices": [0]}], "areas": []}}
+    lasso = {"selection": {"selected": [{"series_index": 2, "data_indices": [1]}, {"series_index": 3,
+                                                                                  "data_indices": [0]}],
+                           "areas": [{"brush_type": "polygon", "coord_range": [[0, 1], [1, 1], [0, 0]]}]}}
+    junk = {"selection": {"selected": [{"series_index": 7, "data_indices": [0]}, {"series_index": "0"},
+                                       {"series_index": 0, "data_indices": [5, "1", -1]}]}}
     assert selected_kernel_ids(click, ids) == (["c"], False)
     assert selected_kernel_ids(lasso, ids) == (["b", "c"], True)
     assert selected_kernel_ids(junk, ids) == ([], False)

@@ -53,6 +53,9 @@ if TYPE_CHECKING:
     from verify.runner import VerifyOptions
 
 MARKER = "BUILD.json"
+BUILD_NICE = 10
+"""Scheduling niceness of prebuilds: the batch starts a build per core, and the GPU slots' processes (start-up,
+references, judging) must not wait behind them."""
 _RUNNING: set[subprocess.Popen[str]] = set()
 _RUNNING_LOCK = threading.Lock()
 _STOPPED: set[int] = set()
@@ -239,7 +242,8 @@ def prebuild(job: VerifyJob, entry: Path, options: VerifyOptions,
         env = candidate_environment(dict(os.environ) | extra_env, str(home), str(entry))
         # GPUs hidden: candidate code runs on import, and must not share a GPU that is timing another kernel.
         env |= {"CUDA_VISIBLE_DEVICES": "", "MAX_JOBS": env.get("MAX_JOBS", "2")}
-        process = subprocess.Popen([options.python, str(script), "--role", "compile", "--job", str(job_file)],
+        nice = ["nice", "-n", str(BUILD_NICE)] if shutil.which("nice") else []
+        process = subprocess.Popen([*nice, options.python, str(script), "--role", "compile", "--job", str(job_file)],
                                    env=env, cwd=home, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, start_new_session=True, text=True)
         with _RUNNING_LOCK:

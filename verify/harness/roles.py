@@ -427,46 +427,68 @@ STATEFUL_FILE = "stateful"
 
 
 def is_stateful(torch: Any, model: Any, inputs: list[Any]) -> bool:
-    """Whether the reference's output depends on its earlier calls: two calls of a copy on the same inputs differ.
+    """Whether the reference's output depends on its earlier calls: two calls on the same inputs differ.
 
     KernelBench's level 3 VanillaRNN keeps its hidden state in a plain attribute and updates it on every call.
-    The tolerance is far above a nondeterministic reduction's, far below a changed state's.
+    The tolerance is far above a nondeterministic reduction's, far below a changed state's. The model is put
+    back in its state afterwards.
 
     Example:
         >>> import torch
         >>> class Counter(torch.nn.Module):
         ...     def __init__(self): super().__init__(); self.calls = torch.zeros(1)
         ...     def forward(self, x): self.calls = self.calls + 1; return x * self.calls
-        >>> is_stateful(torch, Counter(), [torch.ones(3)]), is_stateful(torch, torch.nn.ReLU(), [torch.ones(3)])
+        >>> counter = Counter()
+        >>> is_stateful(torch, counter, [torch.ones(3)]), is_stateful(torch, torch.nn.ReLU(), [torch.ones(3)])
         (True, False)
+        >>> counter.calls.item()
+        0.0
     """
-    probe = copy.deepcopy(model)
+    saved = snapshot_state(torch, model)
+    outputs = []
     with torch.no_grad():
-        torch.manual_seed(REFERENCE_RNG_SEED)
-        first = _as_list(probe(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))
-        torch.manual_seed(REFERENCE_RNG_SEED)
-        second = _as_list(probe(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))
+        for _ in range(2):
+            torch.manual_seed(REFERENCE_RNG_SEED)
+            outputs.append(_as_list(model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])))
+    restore_state(torch, model, saved)
+    first, second = outputs
     tensors = [(a, b) for a, b in zip(first, second, strict=False)
                if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)]
     return len(first) != len(second) or any(
         a.shape != b.shape or not torch.allclose(a, b, rtol=1e-3, atol=1e-5, equal_nan=True) for a, b in tensors)
 
 
-def restore_state(torch: Any, target: Any, pristine: Any) -> None:
-    """Put ``target`` back, in place, in ``pristine``'s state: parameters, buffers and plain tensor attributes.
+def snapshot_state(torch: Any, model: Any) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """A copy of ``model``'s state: its state dict and every submodule's plain tensor attributes (by name).
+
+    No deep copy of the module: a candidate's module may hold objects that cannot be copied (a loaded
+    extension, a stream).
+    """
+    with torch.no_grad():
+        state = {n: t.detach().clone() for n, t in model.state_dict().items()}
+        plain = {name: {k: v.detach().clone() for k, v in vars(sub).items()
+                        if isinstance(v, torch.Tensor) and not isinstance(v, torch.nn.Parameter)}
+                 for name, sub in model.named_modules()}
+    return state, plain
+
+
+def restore_state(torch: Any, target: Any, saved: tuple[dict[str, Any], dict[str, dict[str, Any]]]) -> None:
+    """Put ``target`` back, in place, in the state ``snapshot_state`` saved; a tensor attribute added since stays.
 
     Example:
         >>> import torch
-        >>> m = torch.nn.Linear(2, 2); m.hidden = torch.zeros(2); saved = copy.deepcopy(m)
+        >>> m = torch.nn.Linear(2, 2); m.hidden = torch.zeros(2); saved = snapshot_state(torch, m)
         >>> m.hidden = torch.ones(2); restore_state(torch, m, saved); m.hidden.sum().item()
         0.0
     """
+    state, plain = saved
     with torch.no_grad():
-        target.load_state_dict(pristine.state_dict())
-        for (_, mine), (_, theirs) in zip(target.named_modules(), pristine.named_modules(), strict=False):
-            for key, value in vars(theirs).items():
-                if isinstance(value, torch.Tensor) and not isinstance(value, torch.nn.Parameter):
-                    setattr(mine, key, value.clone())
+        target.load_state_dict(state)
+        modules = dict(target.named_modules())
+        for name, attributes in plain.items():
+            if name in modules:
+                for key, value in attributes.items():
+                    setattr(modules[name], key, value.clone())
 
 
 class Restart:
@@ -481,11 +503,12 @@ class Restart:
 
     def __init__(self, torch: Any, modules: list[Any], *, stateful: bool) -> None:
         self.torch = torch
-        self.saved = [(m, copy.deepcopy(m)) for m in {id(m): m for m in modules}.values()] if stateful else []
+        unique = {id(m): m for m in modules}.values()
+        self.saved = [(m, snapshot_state(torch, m)) for m in unique] if stateful else []
 
     def __call__(self) -> None:
-        for target, pristine in self.saved:
-            restore_state(self.torch, target, pristine)
+        for target, saved in self.saved:
+            restore_state(self.torch, target, saved)
 
 
 def _warm_process(torch: Any, device: str, clock: Clock, work: Path) -> None:
