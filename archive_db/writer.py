@@ -25,6 +25,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from archive_db import interrupts
 from archive_db.bundle import Bundle
 from archive_db.gpus import gpu_family
 from archive_db.summary import INPUT_TABLES, refresh_summary
@@ -134,6 +135,8 @@ class ArchiveWriter:
             try:
                 if self._touched & set(INPUT_TABLES):
                     refresh_summary(self.con)
+                # A Ctrl+C that a query swallowed must still stop the commit.
+                interrupts.check()
             except BaseException:
                 self.con.execute("ROLLBACK")
                 raise

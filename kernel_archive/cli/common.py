@@ -185,10 +185,12 @@ def reporting_errors(written: str = "nothing was written") -> Iterator[None]:
         SchemaTooOld,
         is_interrupt,
     )
+    from archive_db.interrupts import catching
     from archive_db.migrations import SchemaTooNew
 
     try:
-        yield
+        with catching():
+            yield
     except (ArchiveLocked, ArchiveMissing, SchemaTooNew, SchemaTooOld, NotAnArchive) as error:
         raise fail(str(error)) from None
     except KeyboardInterrupt:
