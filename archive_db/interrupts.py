@@ -45,11 +45,12 @@ def _handler(signum: int, frame: FrameType | None) -> None:
 
 @contextmanager
 def catching() -> Iterator[None]:
-    """Record Ctrl+C while the block runs (only the main thread may install signal handlers)."""
-    if threading.current_thread() is not threading.main_thread():
+    """Record Ctrl+C while the block runs (only the main thread may install signal handlers; a process started
+    with SIGINT ignored, as by ``nohup``, keeps ignoring it)."""
+    previous = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or previous is signal.SIG_IGN:
         yield
         return
-    previous = signal.getsignal(signal.SIGINT)
     _requested.clear()
     signal.signal(signal.SIGINT, _handler)
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,17 @@ from archive_db.connection import connect
 from archive_db.writer import ArchiveWriter
 
 
-def test_a_swallowed_ctrl_c_is_remembered_and_raised_at_the_check() -> None:
+@pytest.fixture
+def ctrl_c_default() -> Iterator[None]:
+    """SIGINT with Python's own handler (the tests may run in the background, where it is ignored)."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def test_a_swallowed_ctrl_c_is_remembered_and_raised_at_the_check(ctrl_c_default: None) -> None:
     with interrupts.catching():
         try:
             os.kill(os.getpid(), signal.SIGINT)
@@ -25,7 +36,16 @@ def test_a_swallowed_ctrl_c_is_remembered_and_raised_at_the_check() -> None:
         with pytest.raises(KeyboardInterrupt):
             interrupts.check()
     assert not interrupts.requested(), "leaving the block forgets the request"
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler, "the previous handler is back"
+
+
+def test_an_ignored_sigint_stays_ignored() -> None:
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with interrupts.catching():
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def test_the_writer_rolls_back_instead_of_committing_after_a_swallowed_ctrl_c(tmp_path: Path) -> None:
