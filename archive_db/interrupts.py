@@ -48,13 +48,13 @@ def catching() -> Iterator[None]:
     """Record Ctrl+C while the block runs (only the main thread may install signal handlers; a process started
     with SIGINT ignored, as by ``nohup``, keeps ignoring it)."""
     previous = signal.getsignal(signal.SIGINT)
-    if threading.current_thread() is not threading.main_thread() or previous is signal.SIG_IGN:
-        yield
-        return
+    install = threading.current_thread() is threading.main_thread() and previous is not signal.SIG_IGN
     _requested.clear()
-    signal.signal(signal.SIGINT, _handler)
+    if install:
+        signal.signal(signal.SIGINT, _handler)
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        if install:
+            signal.signal(signal.SIGINT, previous)
         _requested.clear()

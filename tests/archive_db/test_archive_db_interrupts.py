@@ -44,11 +44,13 @@ def test_an_ignored_sigint_stays_ignored() -> None:
     try:
         with interrupts.catching():
             assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+            interrupts._requested.set()
+        assert not interrupts.requested(), "a request never outlives the block"
     finally:
         signal.signal(signal.SIGINT, before)
 
 
-def test_the_writer_rolls_back_instead_of_committing_after_a_swallowed_ctrl_c(tmp_path: Path) -> None:
+def test_the_writer_rolls_back_instead_of_committing_after_a_swallowed_ctrl_c(tmp_path: Path, ctrl_c_default: None) -> None:
     db = tmp_path / "a.duckdb"
     with connect(db) as con:
         con.execute("CREATE TABLE scratch (x INTEGER)")
