@@ -56,6 +56,12 @@ def big_jsonl(shared_data: Path, tmp_path: Path) -> Path:
     return path
 
 
+def as_in_a_terminal() -> None:
+    """SIGINT as a terminal's foreground job gets it: the tests may run as a background job, whose children
+    start with SIGINT ignored (and a process started so keeps ignoring it, as it should)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_ingest(path: Path, db: Path, log: Path) -> subprocess.Popen[str]:
     """The ingest CLI in a subprocess writing its stderr to ``log`` (a file: orphaned workers would hold a pipe)."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "120"}
@@ -63,6 +69,7 @@ def start_ingest(path: Path, db: Path, log: Path) -> subprocess.Popen[str]:
         return subprocess.Popen(
             [sys.executable, "-c", CLI_WITH_POOL, "ingest", "sakana", str(path), "--db", str(db), "-q"],
             stdout=subprocess.DEVNULL, stderr=stderr, text=True, env=env, cwd=REPO, start_new_session=True,
+            preexec_fn=as_in_a_terminal,
         )
 
 
