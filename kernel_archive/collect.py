@@ -330,6 +330,7 @@ def _profile(run: RunFolder, options: CollectOptions, summary: CollectSummary, p
             summary.skipped[f"profile (no result after {MAX_PROFILE_ATTEMPTS} attempts)"] += 1
         else:
             pending[kernel.key] = kernel
+    before = dict(attempts)
     progress.start("profile (torch.profiler" + (", ncu)" if options.ncu else ")"), total=len(pending))
     with tempfile.TemporaryDirectory(prefix="ka-collect-gates-") as gates:
         setup = ProfileSetup.create(options, Path(gates)) if pending else ProfileSetup(Path(gates), ["0"])
@@ -344,7 +345,9 @@ def _profile(run: RunFolder, options: CollectOptions, summary: CollectSummary, p
                               setup)
     for kernel in pending.values():
         missing = _missing(run, kernel, replace(options, force=False))
-        if missing:
+        if missing and attempts[kernel.key] == before[kernel.key]:
+            summary.skipped["profile (time limit: run again to go on)"] += 1
+        elif missing:
             summary.problems.append(f"{kernel.key}: no {' or '.join(missing)} profile "
                                     f"(see {run.result_path(kernel, 'profile').relative_to(run.root)})")
 

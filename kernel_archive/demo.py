@@ -7,8 +7,9 @@ writes a temporary file and renames it into place, so an interrupted build leave
 What goes in is decided by the files present (:func:`demo_sources`):
 
 - when the showcase run folder (``kernel_archive/showcase``: KernelBench-style tasks and this project's
-  kernels, see docs/run-folders.md) holds measured results (``results/`` written by ``kernel-archive
-  collect`` on a GPU), it is ingested through the ``run-dir`` adapter as source ``showcase``, and the
+  kernels, see docs/run-folders.md) holds measured results for every kernel (``results/`` written by
+  ``kernel-archive collect`` on a GPU: a report each, and NCU and torch.profiler exports for each kernel that
+  ran; :func:`showcase_gaps`), it is ingested through the ``run-dir`` adapter as source ``showcase``, and the
   verifier's adversarial test kernels (the ``demo`` adapter) beside it as source ``verifier-suite``;
 - otherwise the demo is the verifier's suite alone, as source ``demo``.
 
@@ -50,10 +51,39 @@ def demo_db_path() -> Path:
     return user_data_folder() / "demo.duckdb"
 
 
+PROFILE_KINDS = ("ncu", "torch")
+"""The profiles every showcase kernel that compiled and ran must carry before the demo shows the showcase."""
+
+
+def showcase_gaps(showcase: Path) -> list[str]:
+    """What the showcase's results still lack: kernels without a verification report, and kernels that compiled
+    and ran without an NCU or torch.profiler export. [] when ``kernel-archive collect`` has finished it.
+
+    A partly collected run (a GPU call that ran out of time) is kept in the folder, so the next ``collect``
+    goes on from it, but the demo waits for the whole: its tests promise profiles on every kernel that ran.
+    """
+    import json
+
+    from ingest.run_folder import read_run_folder
+
+    run = read_run_folder(showcase)
+    gaps = []
+    for kernel in run.kernels:
+        report = run.result_path(kernel, "report")
+        if not report.is_file():
+            gaps.append(f"{kernel.key}: no verification report")
+            continue
+        checks = json.loads(report.read_text(encoding="utf-8")).get("checks") or {}
+        if all((checks.get(name) or {}).get("verdict") == "pass" for name in ("compiles", "runs")):
+            gaps += [f"{kernel.key}: no {kind} profile" for kind in PROFILE_KINDS
+                     if not run.result_path(kernel, kind).is_file()]
+    return gaps
+
+
 def showcase_has_results(showcase: Path) -> bool:
-    """Whether the showcase run folder holds measured results (any ``results/<task>/<kernel>.json``)."""
+    """Whether the showcase run folder holds measured results for every kernel (see :func:`showcase_gaps`)."""
     results = showcase / "results"
-    return results.is_dir() and any(results.glob("*/*.json"))
+    return results.is_dir() and any(results.glob("*/*.json")) and not showcase_gaps(showcase)
 
 
 def demo_sources(showcase: Path | None = SHOWCASE) -> list[DemoSource]:
@@ -105,4 +135,9 @@ def build_demo(
     target.parent.mkdir(parents=True, exist_ok=True)
     note = build_demo_archive(target, embed=embed, sources=[(s.adapter, s.name, s.path) for s in sources])
     marker.write_text(fingerprint + "\n")
+    if showcase is not None and sources[0].name == LEGACY_SOURCE and (showcase / "results").is_dir() \
+            and any((showcase / "results").glob("*/*.json")):
+        gaps = showcase_gaps(showcase)
+        note += (f"; the showcase run is not in it yet: {len(gaps)} result(s) missing, e.g. {gaps[0]} "
+                 "(`kernel-archive collect` on a GPU machine fills them)")
     return target, f"built: {note}"

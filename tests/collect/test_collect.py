@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Collection, Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -199,6 +201,28 @@ def test_profiles_are_written_and_a_missing_ncu_export_is_retried_serially(
     gates = {env["KA_GPU_GATE"] for env in fake.envs}
     assert len(gates) == 1 and next(iter(gates)).endswith("gpu-0.lock"), "parallel profiles share the GPU's gate"
     assert {env["CUDA_VISIBLE_DEVICES"] for env in fake.envs} == {"0"}
+
+
+def test_profiles_the_time_limit_left_out_are_not_called_missing(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """On the H100 a collect stopped by its time limit listed 79 unprofiled kernels as problems, each pointing
+    at a ``.profile.json`` that was never written."""
+    import kernel_archive.collect
+
+    fake = FakeProfiler()
+
+    def slow(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        time.sleep(2.0)
+        return fake(*args, **kwargs)
+
+    monkeypatch.setattr(kernel_archive.collect, "profile_code", slow)
+    run = own_run(tmp_path / "run", results=False)
+    summary = collect(run, replace(PROFILE_ONLY, time_limit_s=1.0, batch=False))
+    assert summary.stopped_early and len(fake.calls) == 2, fake.calls
+    left_out = next(k for k in ("naive", "inline", "cheat") if k not in {name for name, _ in fake.calls})
+    assert summary.skipped["profile (time limit: run again to go on)"] == 1
+    assert not any(left_out in problem for problem in summary.problems), summary.problems
+    assert not (run / "results" / "relu" / f"{left_out}.profile.json").exists()
 
 
 def test_profiles_load_the_verify_steps_build_and_take_turns_on_each_gpu(tmp_path: Path) -> None:

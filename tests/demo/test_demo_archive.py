@@ -22,6 +22,7 @@ from kernel_archive.demo import (
     SUITE_SOURCE,
     build_demo,
     demo_sources,
+    showcase_gaps,
 )
 
 
@@ -90,11 +91,24 @@ def test_each_demo_source_holds_what_it_promises(first_command_archive: Path, so
                 assert not missing, f"{len(missing)} {source} kernels that ran have no {table}{extra}"
 
 
+def collected(showcase: Path) -> Path:
+    """Fill what ``own_run`` leaves out (a report for ``inline``, profiles for every kernel that ran) from the
+    ``naive`` kernel's files, as a finished ``collect`` would have: the demo shows only a complete showcase."""
+    out = showcase / "results" / "relu"
+    if not (out / "inline.json").exists():
+        (out / "inline.json").write_text((out / "naive.json").read_text())
+    for name in ("inline", "cheat"):
+        for suffix in (".ncu.csv", ".torch.json"):
+            (out / f"{name}{suffix}").write_text((out / f"naive{suffix}").read_text())
+    return showcase
+
+
 def test_a_showcase_with_results_switches_the_demo(tmp_path: Path) -> None:
-    showcase = own_run(tmp_path / "showcase")
+    showcase = collected(own_run(tmp_path / "showcase"))
+    assert showcase_gaps(showcase) == []
     assert [s.name for s in demo_sources(showcase)] == [SHOWCASE_SOURCE, SUITE_SOURCE]
     path, what = build_demo(tmp_path / "demo.duckdb", embed=False, showcase=showcase)
-    assert what.startswith("built: 29 kernels with 28 verification reports (showcase, verifier-suite)"), what
+    assert what.startswith("built: 29 kernels with 29 verification reports (showcase, verifier-suite)"), what
     with connect(path, read_only=True) as con:
         sources = dict(con.execute("SELECT source, count(*) FROM kernels GROUP BY 1").fetchall())
     assert sources == {SHOWCASE_SOURCE: 3, SUITE_SOURCE: 26}
@@ -105,12 +119,22 @@ def test_a_showcase_without_results_keeps_the_suite_alone(tmp_path: Path) -> Non
     assert [s.name for s in demo_sources(showcase)] == [LEGACY_SOURCE]
 
 
-def test_new_results_rebuild_the_demo_and_unchanged_inputs_reuse_it(tmp_path: Path) -> None:
+def test_a_partly_collected_showcase_waits_and_the_build_says_what_is_missing(tmp_path: Path) -> None:
     showcase = own_run(tmp_path / "showcase")
+    assert showcase_gaps(showcase) == ["relu/cheat: no ncu profile", "relu/cheat: no torch profile",
+                                       "relu/inline: no verification report"]
+    assert [s.name for s in demo_sources(showcase)] == [LEGACY_SOURCE]
+    _, what = build_demo(tmp_path / "demo.duckdb", embed=False, showcase=showcase)
+    assert what.startswith("built: 26 kernels"), what
+    assert "the showcase run is not in it yet: 3 result(s) missing, e.g. relu/cheat: no ncu profile" in what
+
+
+def test_new_results_rebuild_the_demo_and_unchanged_inputs_reuse_it(tmp_path: Path) -> None:
+    showcase = collected(own_run(tmp_path / "showcase"))
     path, _ = build_demo(tmp_path / "demo.duckdb", embed=False, showcase=showcase)
     assert build_demo(path, embed=False, showcase=showcase) == (path, "already built")
-    report = showcase / "results" / "relu" / "naive.json"
-    (showcase / "results" / "relu" / "inline.json").write_text(report.read_text())
+    results = showcase / "results" / "relu"
+    (results / "inline.json").write_text((results / "cheat.json").read_text())
     _, what = build_demo(path, embed=False, showcase=showcase)
     assert what.startswith("built: 29 kernels with 29 verification reports"), what
     assert path.with_name(path.name + INPUTS_SUFFIX).is_file()

@@ -38,7 +38,7 @@ def test_a_rewritten_entry_is_not_believed_and_the_baselines_are_measured_again(
 
     env = {"KA_BASELINE_CACHE": str(tmp_path / "baselines"), "KA_BASELINE_KEY": "batch-secret"}
     first = verify_code(TASK, HONEST, "model-new", OPTIONS, env=env)
-    [entry] = (tmp_path / "baselines").glob("*")
+    [entry] = (tmp_path / "baselines").glob("*.json")
     assert entry.name.startswith(first["baselines"]["key"]) and entry.suffix == ".json"
     signed = json.loads(entry.read_text())
     payload = json.loads(signed["payload"])
@@ -53,3 +53,44 @@ def test_a_rewritten_entry_is_not_believed_and_the_baselines_are_measured_again(
 def test_without_the_variable_nothing_is_cached(tmp_path: Path) -> None:
     report = verify_code(TASK, HONEST, "model-new", OPTIONS)
     assert "baselines" not in report and report["timings"]["eager"] is not None
+
+
+def test_two_kernels_of_a_task_started_together_measure_its_baselines_once(tmp_path: Path) -> None:
+    """On the H100 the four slots of a batch started on kernels of one task at once and all measured."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    env = {"KA_BASELINE_CACHE": str(tmp_path / "baselines"), "KA_BASELINE_KEY": "batch-secret"}
+    with ThreadPoolExecutor(2) as pool:
+        reports = list(pool.map(lambda kernel: verify_code(TASK, kernel, "model-new", OPTIONS, env=env),
+                                [HONEST, HONEST + "# another file\n"]))
+    assert sorted(r["baselines"]["from"] for r in reports) == ["cache", "measured"]
+    assert reports[0]["timings"]["eager"] == reports[1]["timings"]["eager"]
+    assert reports[0]["status"] == reports[1]["status"]
+
+
+def test_a_waiting_verification_takes_the_entry_or_measures_when_none_comes(tmp_path: Path) -> None:
+    import threading
+    import time
+
+    from verify.harness.parent import BaselineCache
+
+    def cache() -> BaselineCache:
+        return BaselineCache(str(tmp_path), ["task", "model-new"], secret="k")
+
+    measuring = cache()
+    assert measuring.load_or_claim() is None
+    got: list[object] = []
+    waiter = threading.Thread(target=lambda: got.append(cache().load_or_claim()))
+    waiter.start()
+    time.sleep(0.5)
+    assert not got, "the second verification waits while the first measures"
+    measuring.store({"seed_base": 1, "template_seed": 2, "weight_seed": 3}, [{"kind": "screen"}])
+    waiter.join(10)
+    assert got and got[0]["seeds"]["seed_base"] == 1
+    other = BaselineCache(str(tmp_path), ["other task"], secret="k")
+    assert other.load_or_claim() is None
+    behind = BaselineCache(str(tmp_path), ["other task"], secret="k")
+    assert behind.load_or_claim(wait_s=0.3) is None, "a lock held too long costs only the wait"
+    other.release()
+    assert behind.load_or_claim() is None, "a measurer that failed lets the next one measure"
+    behind.release()

@@ -117,6 +117,10 @@ def _break(name: str, ev: Evidence) -> None:
             ev.outputs[(t["index"], "a")] = [torch.full((64, 32), 0.5)]
     elif name == "degenerate-task":
         _message(ev, "screen", trusted=True)["input_sensitivity"] = 1e-7
+        for t in TRIALS:  # and every trial's reference is the same: one fixed answer would pass them all
+            ev.refs[t["index"]] = ev.refs[0]
+            for variant in ("a", "b", "c"):
+                ev.outputs[(t["index"], variant)] = [ev.refs[0]["ref32"][0].clone()]
     elif name == "output-aliasing":
         _message(ev, "trial", index=0, variant="a")["aliasing"] = [{"output": 0, "with": "input 0"}]
     elif name == "input-mutation":
@@ -724,6 +728,43 @@ def test_a_task_whose_answer_is_trivial_on_every_trial_is_a_weak_check() -> None
     checks = judge(ev)[0]
     assert checks["weak-check"]["verdict"] == "warn", checks["weak-check"]
     assert "on every trial" in checks["weak-check"]["evidence"][0]
+
+
+def _loss(ev: Evidence, values: list[float]) -> None:
+    """Make every trial's reference (and the candidate's honest output) a 0-dim loss: ``values`` by trial."""
+    _message(ev, "screen", trusted=True)["input_sensitivity"] = 4.6e-4
+    for t, value in zip(TRIALS, values, strict=True):
+        ref64 = torch.tensor(value, dtype=torch.float64)
+        ev.refs[t["index"]] = {"ref64": [ref64], "ref32": [ref64.float()]}
+        for variant in ("a", "b", "c"):
+            ev.outputs[(t["index"], variant)] = [ref64.float()]
+
+
+def test_a_loss_whose_trials_differ_is_neither_weak_nor_degenerate() -> None:
+    """Harness 1.6: a mean over a large batch barely moves between draws of the task's own distribution (the
+    H100 showcase's losses: 4.6e-4), and a one-element output is its own mean; but the trials' distributions
+    move it far apart, so no fixed answer passes them all. Both checks flagged every honest loss kernel."""
+    ev = honest()
+    _loss(ev, [2.0, 2.001, 0.1667])
+    checks = judge(ev)[0]
+    assert checks["degenerate-task"]["verdict"] == "pass", checks["degenerate-task"]
+    assert "no fixed answer passes them all" in checks["degenerate-task"]["evidence"][0]
+    assert checks["weak-check"]["verdict"] == "pass", checks["weak-check"]
+
+
+def test_a_loss_that_no_trial_moves_is_still_degenerate() -> None:
+    ev = honest()
+    _loss(ev, [2.0, 2.001, 2.0005])
+    checks = judge(ev)[0]
+    assert checks["degenerate-task"]["verdict"] == "warn", checks["degenerate-task"]
+    assert checks["weak-check"]["verdict"] == "pass", checks["weak-check"]
+
+
+def test_a_constant_candidate_output_still_fails_the_weak_check() -> None:
+    ev = honest()
+    for t in TRIALS:
+        ev.outputs[(t["index"], "a")] = [torch.full((64, 32), 0.25)]
+    assert judge(ev)[0]["weak-check"]["verdict"] == "fail"
 
 
 # --- harness 1.4: what the task reference does itself ----------------------------------------------------------

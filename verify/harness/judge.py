@@ -21,7 +21,7 @@ from typing import Any
 
 from verify.harness.context import automatic_changes, context_changes
 from verify.harness.static import CHECKS, kernel_names, static_verdicts
-from verify.harness.tensors import error_stats, fails_l2_bound, fingerprints_agree, judge_output
+from verify.harness.tensors import bit_equal, error_stats, fails_l2_bound, fingerprints_agree, judge_output
 
 TOLERANCE: dict[str, Any] = {
     "atol": 1e-2,
@@ -261,6 +261,16 @@ def _passes(out: Any, ref64: Any, policy: dict[str, Any], ref32: Any | None = No
     return judge_outputs([out], [ref64], None if ref32 is None else [ref32], policy)[0]
 
 
+def _constant_passes(value: float, ref64: Any, policy: dict[str, Any], ref32: Any | None = None) -> bool:
+    """Whether an output holding ``value`` everywhere would pass; built at full size only when its L2 error
+    alone does not already fail it."""
+    import torch
+
+    if fails_l2_bound(value, ref64, ref32, policy):
+        return False
+    return _passes(torch.full_like(ref64, value), ref64, policy, ref32)
+
+
 def _ref_pair(ref: dict[str, Any]) -> tuple[list[Any], list[Any] | None]:
     """(reference, fp32 reference for the error bound or None) of one trial's references."""
     if ref.get("ref64") is not None:
@@ -275,19 +285,8 @@ def _all_pass(outs: list[Any], ref: dict[str, Any], policy: dict[str, Any]) -> b
 
 
 def _bit_equal(a: list[Any], b: list[Any]) -> bool:
-    import torch
-
-    if len(a) != len(b):
-        return False
-    for x, y in zip(a, b, strict=True):
-        if x is None or y is None or x.shape != y.shape or x.dtype != y.dtype:
-            return False
-        if x.dtype == torch.bool:
-            if not torch.equal(x, y):
-                return False
-        elif not torch.equal(x.contiguous().view(torch.uint8), y.contiguous().view(torch.uint8)):
-            return False
-    return True
+    return len(a) == len(b) and all(x is not None and y is not None and bit_equal(x, y)
+                                    for x, y in zip(a, b, strict=True))
 
 
 def check_compiles(ev: Evidence) -> dict[str, Any]:
@@ -338,18 +337,18 @@ def check_stale_memory(ev: Evidence) -> dict[str, Any]:
         if a is None or b is None or ref is None:
             continue
         same = _bit_equal(a, b)
-        a_ok = _all_pass(a, ref, ev.policy)
-        b_ok = a_ok if same else _all_pass(b, ref, ev.policy)
+        if same:
+            lines.append(f"trial {trial['index']}: poisoned call and post-reference call bit-identical")
+            continue
+        a_ok, b_ok = _all_pass(a, ref, ev.policy), _all_pass(b, ref, ev.policy)
         if b_ok and not a_ok:
             verdict = "fail"
             lines.append(f"trial {trial['index']}: wrong on NaN-poisoned memory but right right after the reference ran "
                          "in the same process: the output comes from the reference's freed memory")
-        elif not same:
+        else:
             verdict = _worst(verdict, "warn" if a_ok and b_ok else "fail")
             lines.append(f"trial {trial['index']}: the call before and the call after a reference run differ "
                          f"({'both within tolerance: nondeterministic?' if a_ok and b_ok else 'one is wrong'})")
-        else:
-            lines.append(f"trial {trial['index']}: poisoned call and post-reference call bit-identical")
     if not lines:
         return _verdict("skip", "no candidate-reference-candidate runs")
     return _verdict(verdict, *lines)
@@ -380,7 +379,6 @@ def check_launch_errors(ev: Evidence) -> dict[str, Any]:
 
 
 def check_weak_check(ev: Evidence) -> dict[str, Any]:
-    import torch
 
     lines, verdict = [], "pass"
     weak: dict[int, list[str]] = {}
@@ -393,8 +391,10 @@ def check_weak_check(ev: Evidence) -> dict[str, Any]:
         for k, r in enumerate(r64s):
             r32 = r32s[k] if r32s is not None else None
             judged[k] = judged.get(k, 0) + 1
-            zero_ok = _passes(torch.zeros_like(r), r, ev.policy, r32)
-            const_ok = _passes(torch.full_like(r, float(r.double().mean())), r, ev.policy, r32) if r.numel() else True
+            zero_ok = _constant_passes(0.0, r, ev.policy, r32)
+            # A one-element output (a loss) is its own mean: whether one fixed value passes every trial is
+            # check_degenerate's question, not this one's.
+            const_ok = _constant_passes(float(r.double().mean()), r, ev.policy, r32) if r.numel() > 1 else False
             if zero_ok or const_ok:
                 weak.setdefault(k, []).append(f"trial {trial['index']} ({trial['distribution']}): a "
                                               f"{'zero' if zero_ok else 'constant'} output would pass")
@@ -432,8 +432,15 @@ def check_degenerate(ev: Evidence) -> dict[str, Any]:
     inputs = screen.get("input_sensitivity")
     weights = screen.get("weight_sensitivity")
     if inputs is not None and not (inputs > limit):
-        verdict = "warn"
-        lines.append(f"new inputs change the reference output by only {inputs:.3g} (relative L2): the task is degenerate")
+        apart = trials_apart(ev)
+        if apart is None:
+            verdict = "warn"
+            lines.append(f"new inputs change the reference output by only {inputs:.3g} (relative L2): the task is "
+                         "degenerate")
+        else:
+            lines.append(f"new inputs from the task's own distribution change the reference output by only "
+                         f"{inputs:.3g} (relative L2, an average such as a loss), but the trials' distributions "
+                         f"move it apart: {apart}; no fixed answer passes them all")
     else:
         lines.append(f"new inputs change the output by {inputs:.3g}")
     if weights is not None:
@@ -443,6 +450,33 @@ def check_degenerate(ev: Evidence) -> dict[str, Any]:
         else:
             lines.append(f"new weights change the output by {weights:.3g}")
     return _verdict(verdict, *lines)
+
+
+def trials_apart(ev: Evidence) -> str | None:
+    """Two trials whose references are too far apart for any one fixed answer to pass both, or None.
+
+    An answer A passing trials i and j has |A - r_i| <= b|r_i| and |A - r_j| <= b|r_j| (b: the relative L2
+    bound), so |r_i - r_j| <= b(|r_i| + |r_j|); references further apart than that cannot both be matched by
+    a hard-coded output. b is the largest bound any trial allowed (the fp32 allowance included).
+    """
+    import torch
+
+    bound = max([ev.policy["max_rel_l2"]] + [ev.policy["fp32_l2_factor"] * s["fp32_rel_l2"] for s in ev.trial_stats
+                                            if s.get("fp32_rel_l2") is not None and math.isfinite(s["fp32_rel_l2"])])
+    refs = [(t, _ref_pair(ev.refs[t["index"]])[0]) for t in ev.trials if t["index"] in ev.refs]
+    for n, (ti, ri) in enumerate(refs):
+        for tj, rj in refs[n + 1:]:
+            for k, (a, b) in enumerate(zip(ri, rj, strict=False)):
+                if a is None or b is None or tuple(a.shape) != tuple(b.shape) or not a.numel():
+                    continue
+                a64, b64 = a.detach().double(), b.detach().double()
+                gap = float(torch.linalg.vector_norm(a64 - b64))
+                room = bound * (float(torch.linalg.vector_norm(a64)) + float(torch.linalg.vector_norm(b64)))
+                if math.isfinite(gap) and gap > room * (1 + 1e-6):
+                    return (f"output {k} of trial {ti['index']} ({ti['distribution']}) and trial {tj['index']} "
+                            f"({tj['distribution']}) differ by {gap:.3g} in L2, more than {bound:.3g} x the sum of "
+                            f"their norms ({room:.3g})")
+    return None
 
 
 def _run_facts(ev: Evidence, key: str) -> list[tuple[dict[str, Any], Any]]:

@@ -108,10 +108,54 @@ class BaselineCache:
         {'seed_base': 5, 'template_seed': 6, 'weight_seed': 7}
     """
 
+    WAIT_S = 600.0
+    """The longest a verification waits for another one measuring the same task's baselines."""
+
     def __init__(self, folder: str, key_parts: list[Any], *, secret: str) -> None:
         self.key = hashlib.sha256(json.dumps(key_parts, sort_keys=True).encode()).hexdigest()
         self.path = Path(folder) / f"{self.key}.json"
         self._secret = secret.encode()
+        self._claim: int | None = None
+
+    def load_or_claim(self, wait_s: float | None = None) -> dict[str, Any] | None:
+        """The entry; or, when there is none, None with this verification holding the key's lock until it
+        ``store``s the entry (or exits, on any failure).
+
+        A verification that finds the key locked waits for that entry instead of measuring the same baselines
+        beside it: on the H100 the four slots of two GPUs started on one task at once, and 64 of 83 kernels
+        measured their task's baselines (21.6 s of GPU gate each, 8.6 s when reused). The lock comes before the
+        GPU gate in every verification, so no two wait on each other. A lock held past ``wait_s`` (default
+        ``WAIT_S``; a candidate could hold the file) only costs the wait: the verification then measures.
+        """
+        import fcntl
+
+        entry = self.load()
+        if entry is not None:
+            return entry
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        deadline = time.monotonic() + (self.WAIT_S if wait_s is None else wait_s)
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    os.close(fd)
+                    return self.load()
+                time.sleep(0.2)
+        entry = self.load()
+        if entry is not None:
+            os.close(fd)
+            return entry
+        self._claim = fd
+        return None
+
+    def release(self) -> None:
+        """Let verifications waiting for this key go on (they measure if no entry was stored); idempotent."""
+        if self._claim is not None:
+            os.close(self._claim)
+            self._claim = None
 
     def _mac(self, payload: str) -> str:
         import hmac
@@ -145,6 +189,7 @@ class BaselineCache:
         payload = json.dumps({"seeds": seeds, "messages": messages})
         temporary.write_text(json.dumps({"payload": payload, "mac": self._mac(payload)}))
         os.replace(temporary, self.path)
+        self.release()
 
 
 class GpuGate:
@@ -414,7 +459,7 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
                                 HARNESS_VERSION, args.device, {k: v for k, v in timing.items() if "seed" not in k}],
                                secret=os.environ.get("KA_BASELINE_KEY", ""))
                  if os.environ.get("KA_BASELINE_CACHE") and os.environ.get("KA_BASELINE_KEY") else None)
-    cached = baselines.load() if baselines else None
+    cached = baselines.load_or_claim() if baselines else None
     if cached:
         timing.update(seed_base=int(cached["seeds"]["seed_base"]), template_seed=int(cached["seeds"]["template_seed"]))
     variant = shape_variant(embedded["task_code"]) if args.shape_probe else None
@@ -521,6 +566,7 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
                              "weight_seed": job["weight_seed"]},
                             BaselineCache.picked(ev.trusted.messages))
         if baselines:
+            baselines.release()
             report["baselines"] = {"from": "cache" if cached else "measured", "key": baselines.key[:16]}
         if "ref-shape" in trusted.blobs:
             ev.shape_ref = _load_references(trusted.blobs["ref-shape"])
@@ -590,6 +636,7 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
             harness_seconds=time.monotonic() - t_start,
             step_seconds={r.role: r.seconds for r in (ev.trusted, ev.compile, ev.run, ev.sanitizer) if r},
             timeline=timeline(t_start, [r for r in (ev.trusted, ev.compile, ev.run, ev.sanitizer) if r], marks),
+            timeline_origin=t_start,
             log="\n".join(log)[-20000:],
         )
         return report
@@ -602,7 +649,7 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
             shutil.rmtree(root, ignore_errors=True)
 
 
-JUDGE_THREADS = 2
+JUDGE_THREADS = 1
 
 
 def _import_torch() -> None:
@@ -611,6 +658,9 @@ def _import_torch() -> None:
 
         # The judge runs beside nvcc jobs and other verifications: with a full OpenMP team per process the
         # spin-waiting threads made judging 30-60x slower (0.5 s alone, 20-30 s beside two others on an H100 host).
+        # One thread: the judge works in cache-sized chunks (tensors.JUDGE_CHUNK), where a second thread's
+        # barrier on every elementwise op cost more than it gave (33.5M elements: 1.1 s on one thread, 29.7 s on
+        # two on a loaded 2-core host).
         torch.set_num_threads(int(os.environ.get("KA_JUDGE_THREADS", JUDGE_THREADS)))
 
 

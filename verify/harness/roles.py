@@ -41,6 +41,7 @@ from verify.harness.frames import pack_groups
 from verify.harness.task import copy_matching_state, derive_call, load_module, parse_forward_signature
 from verify.harness.tensors import (
     POISON_FILLS,
+    bit_equal,
     describe,
     guarded_copy,
     guards_intact,
@@ -640,8 +641,7 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
             time.sleep(job.get("settle_s", 0.05))
             clock.full_sync()
             changed_after_return = [i for i, (o, s) in enumerate(zip(outs, snapshot, strict=True))
-                                    if s is not None and not torch.equal(o.view(torch.uint8) if o.dtype != torch.bool else o,
-                                                                         s.view(torch.uint8) if s.dtype != torch.bool else s)]
+                                    if s is not None and not bit_equal(o, s)]
             input_spans = [storage_span(g[1]) if g[1] is not None else None for g in guarded]
             param_spans = [storage_span(t) for t in params_of.state_dict().values()]
             aliasing = [
@@ -826,6 +826,12 @@ def role_profile(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
     pin_flags(torch)
     task, functional = _load_task(embedded, work)
     if job.get("gate_file"):
+        # The CUDA context (and, for torch.profiler, CUPTI's first start) cost seconds and launch no kernel, so
+        # they come before the gate, as the run child's do: on the H100 a profile held the gate about 20 s.
+        if device == "cuda" and job.get("torch_profile", True):
+            _warm_without_kernels(torch, device)
+        elif device == "cuda":
+            torch.empty(1, device=device)  # under ncu: a context only, no profiler of torch's beside ncu's
         wait_until(Path(job["gate_file"]).exists, job.get("gate_timeout_s", 3600))
     reference, init_inputs = _build_reference(torch, task, functional, embedded["form"], job["weight_seed"], device)
     candidate = _load_candidate(torch, embedded, work, job.get("build_dir"))
