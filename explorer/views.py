@@ -34,6 +34,10 @@ NAME_COLUMN_PX = 280
 """Width of task and kernel name columns: wide enough for CUDA-L2's names, which differ only in the
 shape at their end."""
 MISSING = "-"
+ERROR_CELL_CHARS = 200
+"""Error text a table cell holds (the task page's kernels table): the start of each error, not all of it.
+Errors run to 4.5 kB; 328 rows of them were half of the task page's 454 kB table, which travels twice (values
+and display text). The kernel's page shows the whole text."""
 
 CODE_LANGUAGE: dict[str, str] = {
     "cuda-binding": "cpp",
@@ -65,6 +69,20 @@ def plain(text: Any, max_chars: int | None = None) -> str:
     if max_chars is not None and len(shown) > max_chars:
         shown = shown[: max_chars - 1] + "\u2026"
     return _MARKDOWN_SPECIAL.sub(r"\\\1", shown).replace(":", ":" + WORD_JOINER)
+
+
+def clip(value: Any, max_chars: int) -> Any:
+    """``value`` as text of at most ``max_chars`` characters (cut with an ellipsis); missing values stay as they
+    are (``fmt`` shows them as ``-``).
+
+    Example:
+        >>> len(clip("x" * 5000, 200)), clip("out of memory", 200), clip(None, 200)
+        (200, 'out of memory', None)
+    """
+    if is_missing(value):
+        return value
+    shown = str(value)
+    return shown if len(shown) <= max_chars else shown[: max_chars - 1] + "\u2026"
 
 
 def title(text: Any) -> None:

@@ -11,8 +11,10 @@ from archive_db.queries import TaskDetail
 from explorer.charts import speedup_strip
 from explorer.lineage import lineages
 from explorer.views import (
+    ERROR_CELL_CHARS,
     NAME_COLUMN_PX,
     VERDICT_HELP,
+    clip,
     code_span,
     detail_from_url,
     fmt,
@@ -85,8 +87,10 @@ def _distribution(d: TaskDetail) -> None:
 
 
 def _kernels(d: TaskDetail) -> None:
-    frame = d.kernels
+    frame = d.kernels.assign(error=d.kernels["error"].map(lambda e: clip(e, ERROR_CELL_CHARS)))
     show_table(frame, "task_kernels", KERNEL_COLUMNS, {
+        "error": st.column_config.TextColumn("error", help=f"The first {ERROR_CELL_CHARS} characters; the kernel's page "
+                                                           "shows the whole error"),
         "verdict": st.column_config.TextColumn("verifier", help=VERDICT_HELP),
         "kernel_name": st.column_config.TextColumn("kernel", width=NAME_COLUMN_PX, help="Click to open the kernel"),
         "release_file": st.column_config.TextColumn(

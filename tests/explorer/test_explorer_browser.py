@@ -197,6 +197,13 @@ def _click_cell(page: Any, frame: Any, x: int, row: int) -> None:
     page.mouse.click(grid["x"] + x, grid["y"] + 35 + 35 * row + 17)
 
 
+def _open_filters(page: Any) -> None:
+    """Open the leaderboard's Filters popover unless it is open already."""
+    if not page.get_by_role("textbox", name="Search task or kernel").is_visible():
+        page.locator('[data-testid="stPopover"] button').filter(has_text="Filters").click()
+    page.get_by_role("textbox", name="Search task or kernel").wait_for()
+
+
 def test_leaderboard_filter_then_follow_a_row_to_its_kernel_and_task(served: Served, page: Any) -> None:
     page.goto(served.url)
     _settle(page)
@@ -205,11 +212,15 @@ def test_leaderboard_filter_then_follow_a_row_to_its_kernel_and_task(served: Ser
     table.wait_for()
     _tables_drawn(page)
 
+    # The filters are in a popover, which the browser mounts only once it is opened.
+    assert page.locator('[data-testid="stMultiSelect"]').count() == 0
+    _open_filters(page)
     search = page.get_by_role("textbox", name="Search task or kernel")
     search.fill("Conv")
     search.press("Enter")
     page.wait_for_url(re.compile(r"q=Conv"))
     _settle(page)
+    _open_filters(page)
     sources = page.locator('[data-testid="stMultiSelect"]').filter(has_text="Source")
     sources.locator("input").click()
     page.keyboard.type("sakana")

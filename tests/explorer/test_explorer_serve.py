@@ -1,19 +1,74 @@
-"""``kernel-archive serve``: the Streamlit command it becomes."""
+"""``kernel-archive serve``: the Streamlit command it becomes, with Nagle's algorithm off on its connections."""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
 
 from explorer import APP_FILE
+from kernel_archive import streamlit_run
 from kernel_archive.cli.commands.serve import streamlit_command
+from kernel_archive.serving import serving
 
 
 def test_serve_runs_the_explorer_headless_on_the_given_address() -> None:
     command = streamlit_command(8600, "127.0.0.1")
-    assert command[:5] == [sys.executable, "-m", "streamlit", "run", str(APP_FILE)]
+    assert command[:5] == [sys.executable, "-m", "kernel_archive.streamlit_run", "run", str(APP_FILE)]
     assert {"--server.headless=true", "--server.port=8600", "--server.address=127.0.0.1",
             "--browser.gatherUsageStats=false", "--server.fileWatcherType=none"} <= set(command)
+
+
+def test_streamlits_listening_socket_and_every_accepted_connection_have_tcp_nodelay(monkeypatch) -> None:  # noqa: ANN001
+    import importlib
+
+    module = importlib.import_module(streamlit_run.BIND_MODULE)
+    monkeypatch.setattr(module, streamlit_run.BIND_FUNCTION, getattr(module, streamlit_run.BIND_FUNCTION))
+    assert streamlit_run.patch_streamlit_bind()
+    listener = getattr(module, streamlit_run.BIND_FUNCTION)("127.0.0.1", 0, 8)
+    try:
+        assert listener.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+        with socket.create_connection(listener.getsockname()[:2], timeout=5):
+            listener.setblocking(True)
+            accepted, _ = listener.accept()
+            with accepted:
+                # What the server writes to the browser: Linux copies the listener's option to each connection.
+                assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+    finally:
+        listener.close()
+
+
+def _keep_alive_gets_ms(url: str, path: str, n: int) -> list[float]:
+    import http.client
+
+    host, port = url.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=10)
+    times = []
+    try:
+        for _ in range(n):
+            start = time.perf_counter()
+            connection.request("GET", path)
+            connection.getresponse().read()
+            times.append((time.perf_counter() - start) * 1000)
+    finally:
+        connection.close()
+    return times
+
+
+def test_the_served_app_answers_a_reused_connection_without_the_delayed_ack_stall(tmp_path: Path) -> None:
+    with serving(tmp_path / "absent.duckdb") as url:
+        with urllib.request.urlopen(f"{url}/_stcore/health", timeout=10) as response:
+            assert response.status == 200
+        times = sorted(_keep_alive_gets_ms(url, "/_stcore/health", 15))
+    # With Nagle on, each response after the first waits for the client's delayed ACK (40 ms on Linux).
+    median = times[len(times) // 2]
+    if median >= 35:
+        pytest.fail(f"keep-alive requests take {median:.0f} ms (median): Nagle's algorithm is on again")
 
 
 def test_serve_help_teaches_by_example() -> None:

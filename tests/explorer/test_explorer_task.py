@@ -80,3 +80,30 @@ def test_a_kernel_in_two_release_files_is_one_row_naming_both(open_app, tmp_path
     assert len(mine) == 1, mine
     assert mine["release_file"].iloc[0] == "codes-h100.json, h100.jsonl"
     assert at.dataframe[0].proto.columns  # the column is configured with a human title
+
+
+def test_long_errors_are_cut_in_the_kernels_table_and_whole_on_the_kernel_page(open_app, tmp_path) -> None:
+    from archive_db.bundle import Bundle
+    from archive_db.connection import connect
+    from archive_db.records import add_kernel, add_measurement, add_task
+    from archive_db.writer import ArchiveWriter, utcnow
+    from explorer.views import ERROR_CELL_CHARS
+
+    db = tmp_path / "errors.duckdb"
+    bundle = Bundle()
+    now = utcnow()
+    bundle.add("sources", name="alpha", adapter="alpha", kind="release", license="MIT",
+               first_ingested_at=now, last_ingested_at=now)
+    task = add_task(bundle, "alpha", "import torch\nclass Model(torch.nn.Module):\n    pass\n", level=1,
+                    problem_id=1, name="1_Long")
+    error = "RuntimeError: " + "x" * 5000 + " END"
+    kernel = add_kernel(bundle, "alpha", task, "long_error_kernel", "cuda-binding", "__global__ void k() {}")
+    add_measurement(bundle, "alpha", kernel, gpu="H100", correct=False, error=error)
+    with connect(db) as con, ArchiveWriter(con) as writer:
+        writer.write(bundle)
+    at = open_app(db, "task", task=task)
+    assert_clean(at)
+    shown = at.dataframe[0].value["error"].iloc[0]
+    assert len(shown) == ERROR_CELL_CHARS and shown.startswith("RuntimeError: x") and shown.endswith("\u2026")
+    page = open_app(db, "kernel", kernel=kernel, tab="Measurements")
+    assert any(c.value == error for c in page.code)

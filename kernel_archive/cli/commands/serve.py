@@ -46,7 +46,8 @@ def streamlit_command(port: int, host: str) -> list[str]:
     from explorer import APP_FILE
 
     settings = {**STREAMLIT_SETTINGS, "server.port": str(port), "server.address": host}
-    return [sys.executable, "-m", "streamlit", "run", str(APP_FILE),
+    # kernel_archive.streamlit_run is `streamlit run` with TCP_NODELAY on the app's connections.
+    return [sys.executable, "-m", "kernel_archive.streamlit_run", "run", str(APP_FILE),
             *(f"--{key}={value}" for key, value in settings.items())]
 
 
