@@ -128,3 +128,25 @@ def test_counts_from_the_last_matching_line_with_and_without_other_line_breaks()
     assert _last_int(_GENERATED, text.replace("\n", "\r\n"), "generated") == 5
     assert _last_int(_GENERATED, "7 warnings generated\u2028x generated", "generated") == 7
     assert _last_int(_GENERATED, "nothing here", "generated") is None
+
+
+def test_one_search_over_the_output_reads_each_line_as_the_line_reader_does(shared_data: Path) -> None:
+    """Text with only "\\n" line breaks is read by one regex search (``_DIAGNOSTIC_LINES``); it must give the
+    findings that reading line by line (``_diagnostic`` and ``_finding``) gives."""
+    import random
+
+    from profiles.clang_tidy import _diagnostic, _finding
+
+    def line_by_line(text: str) -> tuple[ClangTidyFinding, ...]:
+        found = (_diagnostic(line) for line in text.split("\n") if line and line[0] not in " \t|")
+        return tuple(_finding(*groups) for groups in found if groups is not None)
+
+    pieces = [*_LINES, "   12 | x", "      |   ^", "", "k.cu:1:2: warning: a [b] [c-d]", "k.cu:1:2: note: x []",
+              "error: no [check here]", "k.cu:1:2: warning: ends with ]", "a:1:2: warning: [only-check]"]
+    rng = random.Random(0)
+    texts = [ast.literal_eval(report)["stdout"] for report in _sample_reports(shared_data)]
+    texts += ["\n".join(rng.choice(pieces) for _ in range(rng.randint(0, 9))) + rng.choice(["", "\n"])
+              for _ in range(3000)]
+    assert sum(len(line_by_line(text)) for text in texts) > 1000
+    for text in texts:
+        assert parse_clang_tidy_output(text) == line_by_line(text), text
