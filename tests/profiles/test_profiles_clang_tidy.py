@@ -139,7 +139,7 @@ def test_one_search_over_the_output_reads_each_line_as_the_line_reader_does(shar
 
     def line_by_line(text: str) -> tuple[ClangTidyFinding, ...]:
         found = (_diagnostic(line) for line in text.split("\n") if line and line[0] not in " \t|")
-        return tuple(_finding(*groups) for groups in found if groups is not None)
+        return tuple(ClangTidyFinding(*_finding(*groups)) for groups in found if groups is not None)
 
     pieces = [*_LINES, "   12 | x", "      |   ^", "", "k.cu:1:2: warning: a [b] [c-d]", "k.cu:1:2: note: x []",
               "error: no [check here]", "k.cu:1:2: warning: ends with ]", "a:1:2: warning: [only-check]"]
@@ -150,3 +150,15 @@ def test_one_search_over_the_output_reads_each_line_as_the_line_reader_does(shar
     assert sum(len(line_by_line(text)) for text in texts) > 1000
     for text in texts:
         assert parse_clang_tidy_output(text) == line_by_line(text), text
+
+
+def test_bulk_rows_equal_the_parsed_report(shared_data: Path) -> None:
+    """``clang_tidy_rows`` (the ingest's bulk path) holds exactly the findings ``parse_clang_tidy`` gives."""
+    from profiles.clang_tidy import clang_tidy_rows
+
+    reports = _sample_reports(shared_data) + ["\n".join(_LINES), "\r\n".join(_LINES), ""]
+    reports.append({"stdout": "a.cu:1:2: warning: w [c]\r\n", "stderr": "error: e", "errored": True})
+    for report in reports:
+        findings = parse_clang_tidy(report).findings
+        assert clang_tidy_rows(report) == [(f.file, f.line, f.column, f.severity, f.check, f.message) for f in findings]
+    assert sum(len(clang_tidy_rows(report)) for report in reports) > 1000
