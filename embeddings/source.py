@@ -16,11 +16,14 @@ import re
 
 PYTHON_FORMS = frozenset({"model-new"})
 
+# Each token written "unrolled" (runs of plain characters between escapes; a block comment as runs of
+# non-stars between stars): the same matches as ``"(?:\\.|[^"\\\n])*"`` and ``/\*[\s\S]*?\*/``, without a
+# step of the regex engine per character, which halves the time of stripping the archive's kernels.
 _CPP_TOKENS = re.compile(
-    r'"(?:\\.|[^"\\\n])*"'
-    r"|'(?:\\.|[^'\\\n])*'"
+    r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"'
+    r"|'[^'\\\n]*(?:\\.[^'\\\n]*)*'"
     r"|//[^\n]*"
-    r"|/\*[\s\S]*?\*/"
+    r"|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/"
 )
 _PY_TOKENS = re.compile(
     r'[rRbBuUfF]{0,2}"""[\s\S]*?"""'

@@ -11,13 +11,14 @@ Example:
 
 from __future__ import annotations
 
-import bisect
 import re
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+
+from ahocorasick_rs import MATCHKIND_STANDARD, AhoCorasick
 
 from embeddings.source import matching_brace, strip_comments
 
@@ -131,7 +132,6 @@ def load_rules(path: Path = RULES_FILE) -> StrategyRules:
 
 
 _GLOBAL = re.compile(r"__global__[^{;]*?(\w+)\s*\([^{;]*\{")
-_SEPARATOR = "\n\0\n"
 
 
 def _line_at(code: str, position: int) -> tuple[int, str]:
@@ -142,38 +142,78 @@ def _line_at(code: str, position: int) -> tuple[int, str]:
     return code.count("\n", 0, position) + 1, line[:EVIDENCE_CHARS]
 
 
-class _Corpus:
-    """Many texts joined into one string, so each pattern is searched once for all of them (set-wise)."""
+SHORT_PREFIX = 4
+"""Prefixes shorter than this (``.``, ``#``, ``int``, ``for``) are looked up with ``str.find``: code is full of
+them, and the automaton would report every occurrence where only the first is wanted."""
 
-    def __init__(self, texts: list[str]) -> None:
-        self.text = _SEPARATOR.join(texts)
-        self.starts: list[int] = []
-        position = 0
-        for text in texts:
-            self.starts.append(position)
-            position += len(text) + len(_SEPARATOR)
-        self.ends = [start + len(text) for start, text in zip(self.starts, texts, strict=True)]
 
-    def first_matches(self, pattern: re.Pattern[str]) -> dict[int, int]:
-        """Text index -> offset in that text of the first word-start match of ``pattern``."""
-        found: dict[int, int] = {}
-        prefix = literal_prefix(pattern.pattern)
-        text = self.text
-        position = 0
-        while True:
+class PatternSet:
+    """Many patterns searched in one text together: where each first matches (at a word start).
+
+    Every pattern starts with literal text (``literal_prefix``); one Aho-Corasick pass over the text finds
+    where each prefix first occurs, and only the patterns whose prefix occurs are then searched, each once,
+    from there. Scanning the text once for all the prefixes, rather than once per pattern, is what keeps
+    tagging 30,000 kernels cheap. A pattern without a literal prefix is searched on its own.
+
+    Example:
+        >>> found = PatternSet([re.compile(r"float[24]\\b"), re.compile(r"__ldg\\s*\\("), re.compile("wmma::")])
+        >>> sorted(found.first_matches("float x; float4 y = __ldg(p);").items())
+        [(0, 9), (1, 20)]
+    """
+
+    def __init__(self, patterns: Sequence[re.Pattern[str]]) -> None:
+        self.patterns = tuple(patterns)
+        by_prefix: dict[str, list[int]] = {}
+        self._unprefixed: list[int] = []
+        for index, pattern in enumerate(self.patterns):
+            prefix = literal_prefix(pattern.pattern)
             if prefix:
-                begin = text.find(prefix, position)
+                by_prefix.setdefault(prefix, []).append(index)
             else:
-                match = pattern.search(text, position)
-                begin = match.start() if match else -1
-            if begin < 0:
-                return found
-            index = bisect.bisect_right(self.starts, begin) - 1
-            end = self.ends[index]
-            hit = word_search(pattern, text, begin, end)
-            if hit is not None:
-                found[index] = hit - self.starts[index]
-            position = end + 1
+                self._unprefixed.append(index)
+        self._short = tuple((prefix, tuple(indexes)) for prefix, indexes in by_prefix.items() if len(prefix) < SHORT_PREFIX)
+        self._long = tuple(prefix for prefix in by_prefix if len(prefix) >= SHORT_PREFIX)
+        self._by_long = tuple(tuple(by_prefix[prefix]) for prefix in self._long)
+        self._automaton = AhoCorasick(list(self._long), matchkind=MATCHKIND_STANDARD) if self._long else None
+
+    def _first_long(self, text: str) -> dict[int, int]:
+        """Index in ``_long`` -> where that prefix first occurs in ``text``."""
+        if self._automaton is None:
+            return {}
+        try:
+            hits = self._automaton.find_matches_as_indexes(text, overlapping=True)
+        except UnicodeEncodeError:  # a lone surrogate, which the automaton cannot take: scan prefix by prefix
+            return {i: at for i, prefix in enumerate(self._long) if (at := text.find(prefix)) >= 0}
+        return {prefix: start for prefix, start, _ in reversed(hits)}  # reversed: the earliest start stays
+
+    def first_matches(self, text: str) -> dict[int, int]:
+        """Pattern index -> position of its first word-start match in ``text`` (``word_search``), for the
+        patterns that match."""
+        found: dict[int, int] = {}
+        patterns = self.patterns
+        starts = [(self._by_long[prefix], start) for prefix, start in self._first_long(text).items()]
+        starts += [(indexes, start) for prefix, indexes in self._short if (start := text.find(prefix)) >= 0]
+        starts.append((self._unprefixed, 0))
+        for indexes, start in starts:
+            for index in indexes:
+                hit = word_search(patterns[index], text, start)
+                if hit is not None:
+                    found[index] = hit
+        return found
+
+
+@cache
+def _tag_matcher(rules: StrategyRules, form: str) -> tuple[PatternSet, tuple[str, ...]]:
+    """The patterns of the rules that apply to ``form``, and the tag each one earns."""
+    patterns = [(pattern, rule.name) for rule in rules.tags if rule.applies_to(form) for pattern in rule.patterns]
+    return PatternSet([pattern for pattern, _ in patterns]), tuple(name for _, name in patterns)
+
+
+@cache
+def _family_matcher(fusion: FusionRule) -> tuple[PatternSet, tuple[int, ...]]:
+    """The fusion rule's family patterns, and the family (its index) of each one."""
+    patterns = [(pattern, family) for family, (_, group) in enumerate(fusion.families) for pattern in group]
+    return PatternSet([pattern for pattern, _ in patterns]), tuple(family for _, family in patterns)
 
 
 _META = frozenset(".^$*+?{}[]|()")
@@ -182,7 +222,7 @@ _QUANTIFIERS = frozenset("*+?{")
 
 @cache
 def literal_prefix(pattern: str) -> str:
-    """The literal text every match of ``pattern`` starts with ('' if none), used to jump with str.find.
+    """The literal text every match of ``pattern`` starts with ('' if none): what ``PatternSet`` looks for.
 
     Example:
         >>> literal_prefix(r"__shfl(?:_down)?_sync"), literal_prefix(r"float[24]"), literal_prefix(r"ab?c")
@@ -206,66 +246,38 @@ def literal_prefix(pattern: str) -> str:
     return "".join(chars)
 
 
-def _kernel_bodies(text: str) -> list[tuple[int, str, str]]:
-    """(offset, name, body) of each ``__global__`` function in ``text``."""
-    out = []
-    for match in _GLOBAL.finditer(text):
-        out.append((match.start(), match.group(1), text[match.end() - 1 : matching_brace(text, match.end() - 1)]))
-    return out
-
-
 def tag_kernels(kernels: Iterable[tuple[str, str | None, str]], rules: StrategyRules | None = None) -> dict[str, list[Tag]]:
     """Strategy tags of many kernels at once, given as (kernel_id, code, form); every id gets a list.
 
-    Each pattern is searched once over all kernels joined together, so the work in Python grows with the
-    number of matches, not with kernels x patterns.
+    Each kernel's code is scanned once for the literal prefixes of all the patterns (``PatternSet``), so the
+    work grows with the code's length and its matches, not with the number of patterns.
     """
     rules = rules or load_rules()
-    ids: list[str] = []
-    texts: list[str] = []
-    forms: list[str] = []
+    fusion = rules.fusion
+    families, family_of = _family_matcher(fusion)
+    by_form: dict[str, tuple[PatternSet, tuple[str, ...]]] = {}  # hashing the rules for the cache costs more
+    out: dict[str, list[Tag]] = {}
     for kernel_id, code, form in kernels:
-        ids.append(kernel_id)
-        texts.append(strip_comments(code, form) if code else "")
-        forms.append(form)
-    found: list[dict[str, int]] = [{} for _ in ids]
-    for form in sorted(set(forms)):
-        members = [i for i, f in enumerate(forms) if f == form]
-        corpus = _Corpus([texts[i] for i in members])
-        for rule in rules.tags:
-            if not rule.applies_to(form):
-                continue
-            for pattern in rule.patterns:
-                for local, position in corpus.first_matches(pattern).items():
-                    seen = found[members[local]]
-                    if rule.name not in seen or position < seen[rule.name]:
-                        seen[rule.name] = position
-    bodies: list[tuple[int, int, str]] = []
-    for index, text in enumerate(texts):
-        if "__global__" not in text:
-            continue
-        for offset, name, body in _kernel_bodies(text):
-            if rules.fusion.name_pattern.search(name):
-                found[index].setdefault(rules.fusion.name, offset)
-            else:
-                bodies.append((index, offset, body))
-    if bodies:
-        corpus = _Corpus([body for _, _, body in bodies])
-        hits = [0] * len(bodies)
-        for _, patterns in rules.fusion.families:
-            family_hits: set[int] = set()
-            for pattern in patterns:
-                family_hits.update(corpus.first_matches(pattern))
-            for local in family_hits:
-                hits[local] += 1
-        for local, (index, offset, _) in enumerate(bodies):
-            seen = found[index]
-            if hits[local] >= 2 and offset < seen.get(rules.fusion.name, len(texts[index]) + 1):
-                seen[rules.fusion.name] = offset
-    return {
-        kernel_id: [Tag(name, *_line_at(texts[i], position)) for name, position in sorted(found[i].items())]
-        for i, kernel_id in enumerate(ids)
-    }
+        text = strip_comments(code, form) if code else ""
+        matcher, names = by_form.get(form) or by_form.setdefault(form, _tag_matcher(rules, form))
+        seen: dict[str, int] = {}
+        for index, position in matcher.first_matches(text).items():
+            name = names[index]
+            if name not in seen or position < seen[name]:
+                seen[name] = position
+        if "__global__" in text:
+            for match in _GLOBAL.finditer(text):
+                offset = match.start()
+                if offset >= seen.get(fusion.name, len(text) + 1):
+                    break  # kernels come in order: none after this one can give an earlier line
+                if fusion.name_pattern.search(match[1]):
+                    seen[fusion.name] = offset
+                    continue
+                body = text[match.end() - 1 : matching_brace(text, match.end() - 1)]
+                if len({family_of[index] for index in families.first_matches(body)}) >= 2:
+                    seen[fusion.name] = offset
+        out[kernel_id] = [Tag(name, *_line_at(text, position)) for name, position in sorted(seen.items())]
+    return out
 
 
 def tag_kernel(code: str | None, form: str, rules: StrategyRules | None = None) -> list[Tag]:

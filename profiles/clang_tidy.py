@@ -87,32 +87,57 @@ def _diagnostic(line: str) -> tuple[str | None, str | None, str | None, str, str
     return None if unlocated is None else (None, None, None, unlocated[1], unlocated[2])
 
 
-def _finding(file: str | None, line: str | None, column: str | None, severity: str, message: str) -> ClangTidyFinding:
+FindingRow = tuple["str | None", "int | None", "int | None", str, "str | None", str]
+"""(file, line, column, severity, check, message) of one finding, as ``ClangTidyFinding`` holds them."""
+
+
+def _finding(file: str | None, line: str | None, column: str | None, severity: str, message: str) -> FindingRow:
     message, check = message.rstrip("\r"), None
     if message.endswith("]"):
         start = message.rfind(" [")
         if start >= 0 and _CHECK.fullmatch(message, start + 2, len(message) - 1):
             message, check = message[:start], message[start + 2 : -1]
-    return ClangTidyFinding(
-        file=file,
-        line=int(line) if line else None,
-        column=int(column) if column else None,
-        severity=severity,
-        check=check,
-        message=message,
-    )
+    return file, int(line) if line else None, int(column) if column else None, severity, check, message
 
 
-def parse_clang_tidy_output(text: str) -> tuple[ClangTidyFinding, ...]:
-    """The findings in clang-tidy's text output, in order."""
-    findings = []
+# ``_finding(*_diagnostic(line))`` of every line at once, for text whose only line break is "\n" (each match
+# begins at the "\n" before its line; the text is searched with one put in front). The file part grows by
+# colon-separated pieces (possessive runs: no backtracking inside a piece), so it ends at the leftmost colon
+# from the line's second character on where the rest matches, as ``_LOCATED.search(line, 1)`` finds it. A
+# message ending in `` [check]`` matches the first branch, which backtracks from the line's end to its last
+# `` [`` (a check has no space, so no earlier one can match), as ``_finding`` splits it.
+_DIAGNOSTIC_LINES = re.compile(
+    rf"\n(?:([^\s|][^\n:]*+(?::[^\n:]*+)*?):(\d+):(\d+): )?({_SEVERITY}): "
+    r"(?:([^\n]*) \[([\w.,\-]+)\](?![^\n])|([^\n]*))"
+)
+
+
+def _output_rows(text: str) -> list[FindingRow]:
+    """The findings in clang-tidy's text output, in order, as rows."""
+    if not any(br in text for br in _OTHER_BREAKS):
+        return [
+            (file or None, int(line) if line else None, int(column) if column else None, severity, check or None,
+             checked if check else plain)
+            for file, line, column, severity, checked, check, plain in _DIAGNOSTIC_LINES.findall("\n" + text)
+        ]
+    rows = []
     for candidate in text.splitlines():
         if not candidate or candidate[0] in " \t|":
             continue
         groups = _diagnostic(candidate)
         if groups is not None:
-            findings.append(_finding(*groups))
-    return tuple(findings)
+            rows.append(_finding(*groups))
+    return rows
+
+
+def parse_clang_tidy_output(text: str) -> tuple[ClangTidyFinding, ...]:
+    """The findings in clang-tidy's text output, in order.
+
+    Example:
+        >>> [(f.line, f.severity, f.check) for f in parse_clang_tidy_output("k.cu:3:5: warning: w [c]\\n  3 | x\\nerror: e")]
+        [(3, 'warning', 'c'), (None, 'error', None)]
+    """
+    return tuple(ClangTidyFinding(*row) for row in _output_rows(text))
 
 
 _STRING = r"'[^'\\\n\r]*(?:\\.[^'\\\n\r]*)*'" + "|" + r'"[^"\\\n\r]*(?:\\.[^"\\\n\r]*)*"'
@@ -134,6 +159,8 @@ def _string_value(token: str) -> str:
     if "\\" not in body and "\x00" not in body and body.isascii():
         return body
     if _OTHER_ESCAPE.search(body) is None and "\x00" not in body:
+        if body.isascii():  # the same escapes decoded in C, twice as fast as the substitution below
+            return body.encode("ascii").decode("unicode_escape")
         try:
             body.encode("utf-8")
         except UnicodeEncodeError:
@@ -174,18 +201,14 @@ def _last_int(pattern: re.Pattern[str], text: str, word: str) -> int | None:
     return None
 
 
-def parse_clang_tidy(report: str | Mapping[str, Any]) -> ClangTidyReport:
-    """A clang-tidy run from the archive's wrapper dict (string or dict) or from plain output text.
+def _read_report(report: str | Mapping[str, Any]) -> tuple[list[FindingRow], str | None, str, bool | None]:
+    """The finding rows of a report, the text its counts are read from, its stderr and whether it errored.
 
     Raises:
-        ProfileError: a wrapper that is not a literal dict with text ``stdout``/``stderr``.
+        ProfileError: as ``parse_clang_tidy``.
     """
     if isinstance(report, str) and not report.lstrip().startswith("{'stdout'"):
-        return ClangTidyReport(
-            parse_clang_tidy_output(report),
-            warnings_generated=_last_int(_GENERATED, report, "generated"),
-            suppressed=_last_int(_SUPPRESSED, report, "Suppressed"),
-        )
+        return _output_rows(report), None, report, None
     data = expect_mapping(_wrapper(report) if isinstance(report, str) else report, "a clang-tidy report")
     unknown = set(data) - {"stdout", "stderr", "errored"}
     if unknown:
@@ -195,11 +218,34 @@ def parse_clang_tidy(report: str | Mapping[str, Any]) -> ClangTidyReport:
         raise ProfileError("a clang-tidy report's stdout and stderr must be text")
     if errored is not None and not isinstance(errored, bool):
         raise ProfileError(f"a clang-tidy report's 'errored' must be True or False, got {errored!r}")
-    both = stderr + "\n" + stdout
+    return _output_rows(stdout) + _output_rows(stderr), stderr or None, stderr + "\n" + stdout, errored
+
+
+def parse_clang_tidy(report: str | Mapping[str, Any]) -> ClangTidyReport:
+    """A clang-tidy run from the archive's wrapper dict (string or dict) or from plain output text.
+
+    Raises:
+        ProfileError: a wrapper that is not a literal dict with text ``stdout``/``stderr``.
+    """
+    rows, stderr, both, errored = _read_report(report)
     return ClangTidyReport(
-        parse_clang_tidy_output(stdout) + parse_clang_tidy_output(stderr),
+        tuple(ClangTidyFinding(*row) for row in rows),
         errored=errored,
         warnings_generated=_last_int(_GENERATED, both, "generated"),
         suppressed=_last_int(_SUPPRESSED, both, "Suppressed"),
-        stderr=stderr or None,
+        stderr=stderr,
     )
+
+
+def clang_tidy_rows(report: str | Mapping[str, Any]) -> list[FindingRow]:
+    """``parse_clang_tidy(report).findings`` as plain rows: the bulk path (``profiles.columnar``), which skips
+    building a ``ClangTidyFinding`` per finding and the counts the archive does not store as rows.
+
+    Example:
+        >>> clang_tidy_rows("k.cu:3:5: warning: w [c]\\n3 warnings generated.")
+        [('k.cu', 3, 5, 'warning', 'c', 'w')]
+
+    Raises:
+        ProfileError: as ``parse_clang_tidy``.
+    """
+    return _read_report(report)[0]

@@ -21,10 +21,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from profiles.clang_tidy import ClangTidyReport
+from profiles.clang_tidy import ClangTidyReport, FindingRow
 from profiles.ncu import MetricRow, NcuProfile, RuleRow
 from profiles.store import RAW_KINDS
-from profiles.torch_profile import TorchEvent
+from profiles.torch_profile import EventRow, TorchEvent
 
 TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "ncu_metrics": ("kernel_id", "origin", "metric", "unit", "value", "variance", "n"),
@@ -71,11 +71,14 @@ class ProfileColumns:
         ncu: NcuProfile | None = None,
         ncu_rows: tuple[Sequence[MetricRow], Sequence[RuleRow]] | None = None,
         torch: Iterable[TorchEvent] | None = None,
+        torch_rows: Sequence[EventRow] | None = None,
         clang_tidy: ClangTidyReport | None = None,
+        clang_tidy_rows: Sequence[FindingRow] | None = None,
         raw: Mapping[str, str | None] | None = None,
     ) -> None:
-        """Add the rows of each given profile of ``kernel_id`` (as ``store.add_profiles`` does); an NCU
-        profile may come as ``ncu_rows`` (``profiles.ncu.ncu_rows``) instead of ``ncu``.
+        """Add the rows of each given profile of ``kernel_id`` (as ``store.add_profiles`` does); a profile may
+        come as the plain rows of its bulk reader instead (``ncu_rows``, ``torch_rows``, ``clang_tidy_rows`` from
+        ``profiles.ncu``, ``profiles.torch_profile``, ``profiles.clang_tidy``).
 
         Raises:
             ValueError: a ``raw`` kind outside RAW_KINDS.
@@ -100,6 +103,13 @@ class ProfileColumns:
         self._extend("torch_profile_events", kernel_id, origin, len(events), {
             "event": [e.name for e in events],
             **{name: [getattr(e, name) for e in events] for name in TABLE_COLUMNS["torch_profile_events"][3:]}})
+        if torch_rows:
+            self._extend("torch_profile_events", kernel_id, origin, len(torch_rows), dict(zip(
+                TABLE_COLUMNS["torch_profile_events"][2:], zip(*torch_rows, strict=True), strict=True)))
+        if clang_tidy_rows:
+            self._extend("clang_tidy_findings", kernel_id, origin, len(clang_tidy_rows), {
+                "seq": range(len(clang_tidy_rows)),
+                **dict(zip(TABLE_COLUMNS["clang_tidy_findings"][3:], zip(*clang_tidy_rows, strict=True), strict=True))})
         if clang_tidy is not None:
             f = clang_tidy.findings
             self._extend("clang_tidy_findings", kernel_id, origin, len(f), {

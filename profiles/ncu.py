@@ -107,12 +107,18 @@ def _rule_pattern(group: str) -> str:
     return rf"{group}{_STR}): \{{'type': {group}{_STR}|None), 'description': {group}{_STR}|None)\}}"
 
 
-_METRIC_ITEM = re.compile(_metric_pattern("("))
-_RULE_ITEM = re.compile(_rule_pattern("("))
-_CANONICAL = re.compile(
-    rf"\{{'metrics': \{{((?:{_metric_pattern('(?:')})(?:, (?:{_metric_pattern('(?:')}))*)?\}}, "
-    rf"'rules': \{{((?:{_rule_pattern('(?:')})(?:, (?:{_rule_pattern('(?:')}))*)?\}}\}}"
-)
+# The canonical text is ``{'metrics': {METRIC, METRIC, ...}, 'rules': {RULE, ...}}``. It is split at each metric
+# (the first right after "{'metrics': {", each other one after ", "), and what follows the last metric at each
+# rule; it is canonical when nothing lies between the items and each section closes as it should: one pass,
+# where matching the whole text and then finding its items took two. An item matched at a given place has only
+# one possible end, so the split finds the items a match of the whole would hold. (Metric-like text inside a
+# rule's double-quoted description would break the split: such a text takes the general path, which reads it
+# the same.)
+_METRICS_OPEN, _RULES_OPEN, _RULES_EMPTY = "{'metrics': {", "}, 'rules': {", "}, 'rules': {}}"
+_METRIC_SPLIT = re.compile(r"(?:\A\{'metrics': \{|, )" + _metric_pattern("("))
+_RULE_SPLIT = re.compile(r"(?:\A\}, 'rules': \{|, )" + _rule_pattern("("))
+_METRIC_STRIDE, _RULE_STRIDE = 6, 4
+"""Items of each split per metric or rule: the text before it, then its groups."""
 
 
 def _unquote(token: str) -> str | None:
@@ -125,12 +131,34 @@ RuleRow = tuple[str, "str | None", "str | None"]
 """(name, type, description) of one rule, as ``NcuRule`` holds them."""
 
 
+def _split_items(pattern: re.Pattern[str], text: str, stride: int, end: str) -> list[str] | None:
+    """The groups of the items ``pattern`` splits ``text`` into, each item's in a row of ``stride - 1``, when
+    nothing lies between them and ``end`` follows the last; [] when none is found; None otherwise."""
+    parts = pattern.split(text)
+    if len(parts) == 1:
+        return []
+    if any(parts[0:-1:stride]) or (end and parts[-1] != end):
+        return None
+    return parts
+
+
 def _fast_ncu_items(text: str) -> tuple[dict[str, MetricRow], dict[str, RuleRow]] | None:
-    match = _CANONICAL.fullmatch(text)
-    if match is None:
+    metric_parts = _split_items(_METRIC_SPLIT, text, _METRIC_STRIDE, "")
+    if metric_parts is None:
+        return None
+    if metric_parts:
+        tail = metric_parts[-1]
+    elif text.startswith(_METRICS_OPEN):
+        tail = text[len(_METRICS_OPEN) :]
+    else:
+        return None
+    if not tail.startswith(_RULES_OPEN):
+        return None
+    rule_parts = _split_items(_RULE_SPLIT, tail, _RULE_STRIDE, "}}")
+    if rule_parts is None or (not rule_parts and tail != _RULES_EMPTY):
         return None
     metrics: dict[str, MetricRow] = {}
-    for name, unit, value, variance, n in _METRIC_ITEM.findall(match[1] or ""):
+    for name, unit, value, variance, n in zip(*(metric_parts[k::_METRIC_STRIDE] for k in range(1, 6)), strict=True):
         key = name[1:-1]
         metrics[key] = (
             key,
@@ -140,7 +168,7 @@ def _fast_ncu_items(text: str) -> tuple[dict[str, MetricRow], dict[str, RuleRow]
             None if n == "None" else int(n),
         )
     rules: dict[str, RuleRow] = {}
-    for name, type_, description in _RULE_ITEM.findall(match[2] or ""):
+    for name, type_, description in zip(*(rule_parts[k::_RULE_STRIDE] for k in range(1, 4)), strict=True):
         rules[name[1:-1]] = (name[1:-1], _unquote(type_), _unquote(description))
     return metrics, rules
 

@@ -49,13 +49,11 @@ from ingest.limits import (
     iter_jsonl,
 )
 from ingest.workers import ctrl_c_held, init_worker
-from profiles import (
-    ProfileError,
-    parse_clang_tidy,
-    parse_torch_profile,
-)
+from profiles import ProfileError
+from profiles.clang_tidy import clang_tidy_rows
 from profiles.columnar import ProfileColumns
 from profiles.ncu import ncu_rows
+from profiles.torch_profile import torch_rows
 
 HUB_ID = "SakanaAI/AI-CUDA-Engineer-Archive"
 HOMEPAGE = "https://huggingface.co/datasets/SakanaAI/AI-CUDA-Engineer-Archive"
@@ -79,8 +77,8 @@ MEASUREMENT_COLUMNS: dict[str, str] = {
 # (column, raw-profile kind, parser) of each profile column.
 PROFILE_COLUMNS: tuple[tuple[str, str, Callable[[str], Any]], ...] = (
     ("NCU_Profile", "ncu", ncu_rows),
-    ("Clang_Tidy", "clang-tidy", parse_clang_tidy),
-    ("Torch_Profile", "torch", parse_torch_profile),
+    ("Clang_Tidy", "clang-tidy", clang_tidy_rows),
+    ("Torch_Profile", "torch", torch_rows),
 )
 
 RAW_KEPT = frozenset({"clang-tidy"})
@@ -176,7 +174,8 @@ def profile_rows(jobs: Sequence[ParseJob], origin: str) -> dict[str, pa.Table] |
             except ProfileError as error:
                 return job.index, column, str(error)
         raw = {kind: text for (_, kind, _), text in zip(PROFILE_COLUMNS, job.texts, strict=True) if kind in RAW_KEPT}
-        columns.add(job.kernel_id, origin, ncu_rows=parsed[0], clang_tidy=parsed[1], torch=parsed[2], raw=raw)
+        columns.add(job.kernel_id, origin, ncu_rows=parsed[0], clang_tidy_rows=parsed[1], torch_rows=parsed[2],
+                    raw=raw)
     return columns.tables()
 
 

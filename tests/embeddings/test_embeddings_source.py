@@ -37,3 +37,18 @@ def test_matching_brace() -> None:
     text = "void f() { if (x) { y(); } } int z;"
     assert text[: matching_brace(text, text.index("{"))] == "void f() { if (x) { y(); } }"
     assert matching_brace("{ {", 0) == 3
+
+
+def test_unrolled_cpp_tokens_match_the_per_character_ones() -> None:
+    """``_CPP_TOKENS`` is written unrolled for speed; it must find exactly the tokens of the plain form."""
+    import random
+    import re
+
+    from embeddings.source import _CPP_TOKENS
+
+    plain = re.compile(r'"(?:\\.|[^"\\\n])*"' r"|'(?:\\.|[^'\\\n])*'" r"|//[^\n]*" r"|/\*[\s\S]*?\*/")
+    rng = random.Random(0)
+    texts = ["", "/**/", "/*/", "/***/ x", '"a\\"b" // c', "'\\'' /* x\n*/", '"open\n"', "a /* never closed"]
+    texts += ["".join(rng.choice("\"'\\/*\na ") for _ in range(rng.randint(1, 14))) for _ in range(20_000)]
+    for text in texts:
+        assert [m.span() for m in _CPP_TOKENS.finditer(text)] == [m.span() for m in plain.finditer(text)], repr(text)

@@ -112,3 +112,52 @@ def test_literal_prefix() -> None:
     assert literal_prefix(r"float[24]\b") == "float"
     assert literal_prefix(r"atomics?") == "atomic"
     assert literal_prefix(r"(?:a|b)") == ""
+
+
+def _tags_one_pattern_at_a_time(code: str, form: str) -> list[tuple[str, int, str]]:
+    """The tags as the rules define them, each pattern searched on its own (what PatternSet must reproduce)."""
+    from embeddings.source import matching_brace, strip_comments
+    from embeddings.strategies import _GLOBAL, _line_at, word_search
+
+    rules = load_rules()
+    text = strip_comments(code, form)
+    seen: dict[str, int] = {}
+    for rule in rules.tags:
+        if rule.applies_to(form):
+            for pattern in rule.patterns:
+                hit = word_search(pattern, text)
+                if hit is not None and hit < seen.get(rule.name, len(text) + 1):
+                    seen[rule.name] = hit
+    fusion = rules.fusion
+    for match in _GLOBAL.finditer(text):
+        body = text[match.end() - 1 : matching_brace(text, match.end() - 1)]
+        families = sum(any(word_search(p, body) is not None for p in group) for _, group in fusion.families)
+        if (fusion.name_pattern.search(match[1]) or families >= 2) and fusion.name not in seen:
+            seen[fusion.name] = match.start()
+    return [(name, *_line_at(text, position)) for name, position in sorted(seen.items())]
+
+
+def test_tags_equal_each_pattern_searched_on_its_own(sakana_rows: list[dict[str, Any]],
+                                                     cuda_l1_rows: list[dict[str, Any]]) -> None:
+    kernels = [(r["CUDA_Code"], form) for r in sakana_rows for form in ("cuda-binding", "model-new")]
+    kernels += [(r["custom_code"], "model-new") for r in cuda_l1_rows if r["custom_code"] not in (None, "None")]
+    kernels += [("x\ud800 = 1; __global__ void fuse_k(float* __restrict__ a) { a[0] += b * c; }", "cuda-binding")]
+    assert sum(bool(tag_kernel(code, form)) for code, form in kernels) > len(kernels) // 2
+    for code, form in kernels:
+        assert [(t.tag, t.line, t.evidence) for t in tag_kernel(code, form)] == _tags_one_pattern_at_a_time(code, form)
+
+
+def test_pattern_set_finds_each_patterns_first_word_start_match() -> None:
+    from embeddings.strategies import SHORT_PREFIX, PatternSet, word_search
+
+    patterns = [re.compile(p) for p in (r"cublas\w*\s*\(", r"cublasLt\w*", r"\.(?:mm|bmm)\s*\(", r"int[24]\b",
+                                        r"(?:red|blue)\b", r"#\s*pragma\s+unroll\b")]
+    matcher = PatternSet(patterns)
+    assert any(len(literal_prefix(p.pattern)) < SHORT_PREFIX for p in patterns)
+    texts = ["print(x); int4 v; cublasLtMatmul(h); cublasSgemm(h); a.mm(b); #pragma unroll", "blue red", "",
+             "uint2 x; int2 y; x.bmm (z)", "sur\ud800rogate int4 #  pragma unroll 4 cublasLtX"]
+    for text in texts:
+        expected = {i: hit for i, p in enumerate(patterns) if (hit := word_search(p, text)) is not None}
+        assert matcher.first_matches(text) == expected, text
+    assert matcher.first_matches(texts[0])[1] == texts[0].index("cublasLt")
+    assert 3 not in matcher.first_matches("uint4 x;")  # int4 inside uint4 does not begin a word

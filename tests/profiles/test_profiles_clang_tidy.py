@@ -128,3 +128,37 @@ def test_counts_from_the_last_matching_line_with_and_without_other_line_breaks()
     assert _last_int(_GENERATED, text.replace("\n", "\r\n"), "generated") == 5
     assert _last_int(_GENERATED, "7 warnings generated\u2028x generated", "generated") == 7
     assert _last_int(_GENERATED, "nothing here", "generated") is None
+
+
+def test_one_search_over_the_output_reads_each_line_as_the_line_reader_does(shared_data: Path) -> None:
+    """Text with only "\\n" line breaks is read by one regex search (``_DIAGNOSTIC_LINES``); it must give the
+    findings that reading line by line (``_diagnostic`` and ``_finding``) gives."""
+    import random
+
+    from profiles.clang_tidy import _diagnostic, _finding
+
+    def line_by_line(text: str) -> tuple[ClangTidyFinding, ...]:
+        found = (_diagnostic(line) for line in text.split("\n") if line and line[0] not in " \t|")
+        return tuple(ClangTidyFinding(*_finding(*groups)) for groups in found if groups is not None)
+
+    pieces = [*_LINES, "   12 | x", "      |   ^", "", "k.cu:1:2: warning: a [b] [c-d]", "k.cu:1:2: note: x []",
+              "error: no [check here]", "k.cu:1:2: warning: ends with ]", "a:1:2: warning: [only-check]"]
+    rng = random.Random(0)
+    texts = [ast.literal_eval(report)["stdout"] for report in _sample_reports(shared_data)]
+    texts += ["\n".join(rng.choice(pieces) for _ in range(rng.randint(0, 9))) + rng.choice(["", "\n"])
+              for _ in range(3000)]
+    assert sum(len(line_by_line(text)) for text in texts) > 1000
+    for text in texts:
+        assert parse_clang_tidy_output(text) == line_by_line(text), text
+
+
+def test_bulk_rows_equal_the_parsed_report(shared_data: Path) -> None:
+    """``clang_tidy_rows`` (the ingest's bulk path) holds exactly the findings ``parse_clang_tidy`` gives."""
+    from profiles.clang_tidy import clang_tidy_rows
+
+    reports = _sample_reports(shared_data) + ["\n".join(_LINES), "\r\n".join(_LINES), ""]
+    reports.append({"stdout": "a.cu:1:2: warning: w [c]\r\n", "stderr": "error: e", "errored": True})
+    for report in reports:
+        findings = parse_clang_tidy(report).findings
+        assert clang_tidy_rows(report) == [(f.file, f.line, f.column, f.severity, f.check, f.message) for f in findings]
+    assert sum(len(clang_tidy_rows(report)) for report in reports) > 1000

@@ -36,6 +36,42 @@ def test_fast_path_equals_the_general_reader(shared_data: Path) -> None:
         assert fast == parse_ncu_dict(parse_literal(text))
 
 
+_M = "'{name}': {{'unit': '%', 'avg_value': {v}, 'variance': 0.0, 'n': 5}}"
+_R = "'{name}': {{'type': 'WRN', 'description': {d}}}"
+
+
+@pytest.mark.parametrize(
+    ("text", "fast"),
+    [
+        ("{'metrics': {}, 'rules': {}}", True),
+        ("{'metrics': {" + _M.format(name="a", v=1) + "}, 'rules': {}}", True),
+        ("{'metrics': {}, 'rules': {" + _R.format(name="r", d="'d'") + "}}", True),
+        ("{'metrics': {" + _M.format(name="a", v=1) + ", " + _M.format(name="b", v="1e999") + ", "
+         + _M.format(name="a", v=2) + "}, 'rules': {" + _R.format(name="r", d="None") + "}}", True),
+        # metric-like text in a double-quoted rule description: the general path reads it
+        ("{'metrics': {" + _M.format(name="a", v=1) + "}, 'rules': {" + _R.format(name="r", d='"x, ' + _M.format(
+            name="m", v=3) + '"') + "}}", False),
+        ("{'metrics': {" + _M.format(name="a", v=1) + "},  'rules': {}}", False),
+        ("{'metrics': {" + _M.format(name="a", v=1) + "}, 'rules': {}} ", False),
+        ("{'metrics': {" + _M.format(name="a", v=1) + _M.format(name="b", v=1) + "}, 'rules': {}}", False),
+        ("{'metrics': {}, 'rules': {" + _R.format(name="r", d="'d'") + "}, 'x': 1}", False),
+    ],
+)
+def test_fast_path_reads_what_the_general_reader_reads(text: str, fast: bool) -> None:
+    """The fast path splits the text at its items; where it takes a text, it reads what the general reader reads."""
+    from profiles.ncu import ncu_rows
+
+    assert (_fast_ncu_dict(text) is not None) == fast
+    try:
+        general = parse_ncu_dict(parse_literal(text))
+    except ProfileError:
+        assert not fast
+        return
+    assert parse_ncu_dict(text) == general
+    assert ncu_rows(text) == ([(m.name, m.unit, m.value, m.variance, m.n) for m in general.metrics],
+                              [(r.name, r.type, r.description) for r in general.rules])
+
+
 def test_general_reader_handles_layouts_the_fast_path_does_not() -> None:
     text = ("{'rules': {}, 'metrics': {'SM Busy': {'unit': '%', 'avg_value': 5, 'variance': None, 'n': 5.0}, "
             "'Odd \\'name\\'': {'unit': None, 'avg_value': -1.5, 'variance': 0.0, 'n': 1}}}")

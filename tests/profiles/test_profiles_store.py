@@ -81,3 +81,25 @@ def test_columnar_profiles_hold_the_rows_add_profiles_writes() -> None:
     assert set(tables) == {t for t, rows in bundle.rows.items() if rows}
     for table, arrow in tables.items():
         assert arrow.to_pylist() == [{c: row.get(c) for c in arrow.column_names} for row in bundle.rows[table]], table
+
+
+def test_columnar_profiles_from_bulk_rows_equal_those_from_parsed_profiles() -> None:
+    from profiles import parse_torch_profile
+    from profiles.clang_tidy import clang_tidy_rows
+    from profiles.columnar import ProfileColumns
+    from profiles.torch_profile import torch_rows
+
+    tidy = "k.cu:1:2: warning: w [c]\n  1 | x\nk.cu:3:4: error: e [d]\nerror: alone"
+    torch = ("{'aten::mm': {'cpu_time_total': 1.5, 'device_time_total': 2.0, 'self_cpu_time_total': 0.5, "
+             "'self_device_time_total': 1.5, 'cpu_memory_usage': 10, 'device_memory_usage': 20, "
+             "'self_cpu_memory_usage': 5, 'self_device_memory_usage': 15}, 'cudaLaunch': {'count': 3}}")
+    parsed, bulk = ProfileColumns(), ProfileColumns()
+    for kernel in ("k1", "k2"):
+        parsed.add(kernel, "o", clang_tidy=parse_clang_tidy(tidy), torch=parse_torch_profile(torch))
+        bulk.add(kernel, "o", clang_tidy_rows=clang_tidy_rows(tidy), torch_rows=torch_rows(torch))
+    bulk.add("k3", "o", clang_tidy_rows=[], torch_rows=[])
+    expected, got = parsed.tables(), bulk.tables()
+    assert set(got) == set(expected) == {"clang_tidy_findings", "torch_profile_events"}
+    for table in expected:
+        assert got[table].equals(expected[table]), table
+    assert got["clang_tidy_findings"].num_rows == 6 and got["torch_profile_events"].num_rows == 4

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import re
 from pathlib import Path
 
 import pytest
@@ -70,3 +71,42 @@ def test_events_from_a_real_cpu_profiler_run() -> None:
     assert "aten::mm" in names or "aten::matmul" in names
     assert all(e.calls and e.calls >= 1 for e in events)
     assert all(e.cpu_time_total_us is not None and e.cpu_time_total_us >= 0 for e in events)
+
+
+_EVENT = ("'cpu_time_total': {t}, 'device_time_total': 1.0, 'self_cpu_time_total': 0.5, 'self_device_time_total': "
+          "1.0, 'cpu_memory_usage': 0, 'device_memory_usage': {m}, 'self_cpu_memory_usage': 0, "
+          "'self_device_memory_usage': 0")
+
+
+@pytest.mark.parametrize(
+    ("text", "fast"),
+    [
+        ("{}", True), ("}", False), ("{'a': {" + _EVENT.format(t=1, m=-5) + "}}", True),
+        ("{'a': {" + _EVENT.format(t="1e999", m=0) + "}, 'b': {" + _EVENT.format(t=2.5, m=3) + "}, 'a': {"
+         + _EVENT.format(t=7, m=8) + "}}", True),  # a repeated name keeps its first place and its last values
+        ("{'a': {" + _EVENT.format(t=1, m=0) + "},  'b': {" + _EVENT.format(t=1, m=0) + "}}", False),  # 2 spaces
+        ("{'a': {" + _EVENT.format(t=1, m=0) + "}} ", False), ("{'x': {'count': 3, 'cuda_time_total': 2}}", False),
+        ("{'m': {}}", False), ("{'a': {" + _EVENT.format(t=1, m=0) + "}{'b': {" + _EVENT.format(t=1, m=0) + "}}", False),
+    ],
+)
+def test_bulk_rows_equal_the_parsed_events(text: str, fast: bool) -> None:
+    """``torch_rows`` (the ingest's bulk path, one split instead of a match and a search) holds exactly the
+    events ``parse_torch_profile`` gives, and refuses what it refuses."""
+    from profiles.torch_profile import EVENT_FIELDS, torch_rows
+
+    assert (_fast_torch_profile(text) is not None) == fast
+    try:
+        events = parse_torch_profile(text)
+    except ProfileError as error:
+        with pytest.raises(ProfileError, match=re.escape(str(error))):
+            torch_rows(text)
+        return
+    assert torch_rows(text) == [tuple(getattr(e, name) for name in EVENT_FIELDS) for e in events]
+
+
+def test_bulk_rows_of_real_profiles(shared_data: Path) -> None:
+    from profiles.torch_profile import EVENT_FIELDS, torch_rows
+
+    for text in _real_profiles(shared_data):
+        rows = torch_rows(text)
+        assert rows and rows == [tuple(getattr(e, name) for name in EVENT_FIELDS) for e in parse_torch_profile(text)]
