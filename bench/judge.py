@@ -1,0 +1,104 @@
+"""Benchmark: the parent's judge on large outputs (the CPU time a verification spends after its GPU work).
+
+On the H100 (session 5) judging took 25-52 s per kernel for the showcase's large elementwise and row tasks
+(``gelu``: 33.5M outputs), inside a batch slot. This times ``verify.harness.judge.judge`` on synthetic
+evidence shaped like an honest kernel's: per trial a float64 and an fp32 reference of a GELU over ``--elements``
+random values, and the candidate's three calls (poisoned, after the reference, other poison) returning the
+fp32 answer. It also times the correctness policy on one output (``judge_output``). The judge runs in this
+process on ``KA_JUDGE_THREADS`` threads (default: the parent's own setting), as the eval script's parent does.
+
+    python bench/judge.py                         # table: 3 trials of 33.5M elements
+    python bench/judge.py --elements 4194304 --trials 9 --json   # last line: JSON
+
+JSON keys: ``elements``, ``trials``, ``threads``, ``judge_s``, ``judge_output_s``, ``verdicts`` (the checks that
+read outputs -> verdict: all ``pass`` for this honest evidence).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+
+DATA_CHECKS = ("correctness", "stale-memory", "launch-errors", "weak-check", "degenerate-task", "hard-coding")
+"""The checks that read the outputs (the rest need messages this synthetic evidence does not carry)."""
+
+
+def evidence(elements: int, trials: int) -> Any:
+    """An honest kernel's evidence: references and identical candidate outputs for ``trials`` trials."""
+    import torch
+
+    from verify.harness.judge import ChildReport, Evidence
+
+    distributions = ["task", "randn", "rand", "negative", "heavy-tailed"]
+    plan = [{"index": i, "seed": 100 + i, "distribution": distributions[i % len(distributions)]}
+            for i in range(trials)]
+    generator = torch.Generator().manual_seed(0)
+    refs, outputs, messages = {}, {}, [{"kind": "hello"}]
+    for trial in plan:
+        x = torch.randn(elements, generator=generator)
+        ref64 = torch.nn.functional.gelu(x.double())
+        ref32 = torch.nn.functional.gelu(x)
+        refs[trial["index"]] = {"ref64": [ref64], "ref32": [ref32]}
+        for variant in "abc":
+            outputs[(trial["index"], variant)] = [ref32.clone()]
+            messages.append({"kind": "trial", "index": trial["index"], "variant": variant})
+    messages.append({"kind": "done"})
+    run = ChildReport(role="run", returncode=0, messages=messages, received=[0.0] * len(messages))
+    trusted = ChildReport(role="trusted", returncode=0, messages=[
+        {"kind": "screen", "input_sensitivity": 1.0, "weight_sensitivity": None}, {"kind": "done"}])
+    return Evidence(form="model-new", kernel_code="", static=[], trials=plan, trusted=trusted, run=run, refs=refs,
+                    outputs=outputs)
+
+
+def measure(elements: int, trials: int) -> dict[str, Any]:
+    """Build the evidence, then time the whole judge and one output's policy."""
+    import torch
+
+    from verify.harness.judge import TOLERANCE, judge
+    from verify.harness.parent import JUDGE_THREADS
+    from verify.harness.tensors import judge_output
+
+    threads = int(os.environ.get("KA_JUDGE_THREADS", JUDGE_THREADS))
+    torch.set_num_threads(threads)
+    ev = evidence(elements, trials)
+    started = time.perf_counter()
+    checks, _ = judge(ev)
+    judge_s = time.perf_counter() - started
+    ref = ev.refs[0]
+    started = time.perf_counter()
+    judge_output(ev.outputs[(0, "a")][0], ref["ref64"][0], ref["ref32"][0], TOLERANCE)
+    return {"elements": elements, "trials": trials, "threads": threads, "judge_s": round(judge_s, 3),
+            "judge_output_s": round(time.perf_counter() - started, 3),
+            "verdicts": {name: checks[name]["verdict"] for name in DATA_CHECKS}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--elements", type=int, default=8192 * 4096, help="elements per output (gelu's 33.5M)")
+    parser.add_argument("--trials", type=int, default=3)
+    parser.add_argument("--json", action="store_true", help="end with one JSON line")
+    args = parser.parse_args(argv)
+    result = measure(args.elements, args.trials)
+    rows = [("elements per output", f"{result['elements']:,}"), ("trials (3 calls each)", str(result["trials"])),
+            ("judge threads", str(result["threads"])), ("whole judge", f"{result['judge_s']:.2f} s"),
+            ("policy on one output", f"{result['judge_output_s']:.2f} s"),
+            ("correctness verdict", result["verdicts"].get("correctness", "-"))]
+    width = max(len(name) for name, _ in rows)
+    for name, value in rows:
+        print(f"{name:<{width}}  {value}")
+    if args.json:
+        print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,20 @@
+"""bench/judge.py: the judge on synthetic honest evidence passes every output check and reports its JSON keys."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "judge.py"
+
+
+def test_the_judge_bench_judges_honest_outputs_as_correct() -> None:
+    done = subprocess.run([sys.executable, str(BENCH), "--elements", "70000", "--trials", "2", "--json"],
+                          capture_output=True, text=True, timeout=300, check=True)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert set(result) == {"elements", "trials", "threads", "judge_s", "judge_output_s", "verdicts"}
+    assert result["elements"] == 70000 and result["judge_s"] > 0
+    assert set(result["verdicts"].values()) == {"pass"}, result["verdicts"]
+    assert "whole judge" in done.stdout
