@@ -379,7 +379,6 @@ def check_launch_errors(ev: Evidence) -> dict[str, Any]:
 
 
 def check_weak_check(ev: Evidence) -> dict[str, Any]:
-
     lines, verdict = [], "pass"
     weak: dict[int, list[str]] = {}
     judged: dict[int, int] = {}
