@@ -12,7 +12,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from run_dir_fixtures import own_run
+from run_dir_fixtures import collected, own_run
 
 from archive_db.connection import connect
 from kernel_archive.demo import (
@@ -89,18 +89,6 @@ def test_each_demo_source_holds_what_it_promises(first_command_archive: Path, so
                                       + (" AND code LIKE '%__global__%'" if "clang" in extra else ""),
                                       [source]).fetchall()
                 assert not missing, f"{len(missing)} {source} kernels that ran have no {table}{extra}"
-
-
-def collected(showcase: Path) -> Path:
-    """Fill what ``own_run`` leaves out (a report for ``inline``, profiles for every kernel that ran) from the
-    ``naive`` kernel's files, as a finished ``collect`` would have: the demo shows only a complete showcase."""
-    out = showcase / "results" / "relu"
-    if not (out / "inline.json").exists():
-        (out / "inline.json").write_text((out / "naive.json").read_text())
-    for name in ("inline", "cheat"):
-        for suffix in (".ncu.csv", ".torch.json"):
-            (out / f"{name}{suffix}").write_text((out / f"naive{suffix}").read_text())
-    return showcase
 
 
 def test_a_showcase_with_results_switches_the_demo(tmp_path: Path) -> None:

@@ -85,9 +85,9 @@ def test_every_page_renders_on_the_demo(open_app: Any, demo_archive: Path) -> No
 
 
 def test_pages_render_on_a_demo_built_from_a_showcase_run(open_app: Any, tmp_path: Path) -> None:
-    from run_dir_fixtures import own_run
+    from run_dir_fixtures import collected, own_run
 
-    path, _ = build_demo(tmp_path / "demo.duckdb", embed=False, showcase=own_run(tmp_path / "showcase"))
+    path, _ = build_demo(tmp_path / "demo.duckdb", embed=False, showcase=collected(own_run(tmp_path / "showcase")))
     with connect(path, read_only=True) as con:
         kernel, task = con.execute("SELECT kernel_id, task_id FROM kernels WHERE source = 'showcase' "
                                    "AND name = 'naive'").fetchall()[0]
