@@ -80,10 +80,14 @@ def showcase_gaps(showcase: Path) -> list[str]:
     return gaps
 
 
+def _has_reports(showcase: Path) -> bool:
+    results = showcase / "results"
+    return results.is_dir() and any(results.glob("*/*.json"))
+
+
 def showcase_has_results(showcase: Path) -> bool:
     """Whether the showcase run folder holds measured results for every kernel (see :func:`showcase_gaps`)."""
-    results = showcase / "results"
-    return results.is_dir() and any(results.glob("*/*.json")) and not showcase_gaps(showcase)
+    return _has_reports(showcase) and not showcase_gaps(showcase)
 
 
 def demo_sources(showcase: Path | None = SHOWCASE) -> list[DemoSource]:
@@ -135,8 +139,7 @@ def build_demo(
     target.parent.mkdir(parents=True, exist_ok=True)
     note = build_demo_archive(target, embed=embed, sources=[(s.adapter, s.name, s.path) for s in sources])
     marker.write_text(fingerprint + "\n")
-    if showcase is not None and sources[0].name == LEGACY_SOURCE and (showcase / "results").is_dir() \
-            and any((showcase / "results").glob("*/*.json")):
+    if showcase is not None and sources[0].name == LEGACY_SOURCE and _has_reports(showcase):
         gaps = showcase_gaps(showcase)
         note += (f"; the showcase run is not in it yet: {len(gaps)} result(s) missing, e.g. {gaps[0]} "
                  "(`kernel-archive collect` on a GPU machine fills them)")

@@ -462,15 +462,16 @@ def trials_apart(ev: Evidence) -> str | None:
 
     bound = max([ev.policy["max_rel_l2"]] + [ev.policy["fp32_l2_factor"] * s["fp32_rel_l2"] for s in ev.trial_stats
                                             if s.get("fp32_rel_l2") is not None and math.isfinite(s["fp32_rel_l2"])])
-    refs = [(t, _ref_pair(ev.refs[t["index"]])[0]) for t in ev.trials if t["index"] in ev.refs]
+    refs = [(t, [None if r is None else r.detach().double() for r in _ref_pair(ev.refs[t["index"]])[0]])
+            for t in ev.trials if t["index"] in ev.refs]
+    norms = [[None if r is None else float(torch.linalg.vector_norm(r)) for r in outs] for _, outs in refs]
     for n, (ti, ri) in enumerate(refs):
-        for tj, rj in refs[n + 1:]:
+        for m, (tj, rj) in enumerate(refs[n + 1:], start=n + 1):
             for k, (a, b) in enumerate(zip(ri, rj, strict=False)):
                 if a is None or b is None or tuple(a.shape) != tuple(b.shape) or not a.numel():
                     continue
-                a64, b64 = a.detach().double(), b.detach().double()
-                gap = float(torch.linalg.vector_norm(a64 - b64))
-                room = bound * (float(torch.linalg.vector_norm(a64)) + float(torch.linalg.vector_norm(b64)))
+                gap = float(torch.linalg.vector_norm(a - b))
+                room = bound * (norms[n][k] + norms[m][k])
                 if math.isfinite(gap) and gap > room * (1 + 1e-6):
                     return (f"output {k} of trial {ti['index']} ({ti['distribution']}) and trial {tj['index']} "
                             f"({tj['distribution']}) differ by {gap:.3g} in L2, more than {bound:.3g} x the sum of "
