@@ -14,9 +14,20 @@ appended to ``OUT/reports-*.jsonl`` (``$OUT`` when set, else bench/out/verify_ba
 the kernel's code, so ``kernel-archive verify-import OUT/reports-cold.jsonl --source cuda-l1`` can store
 them as ``verifications`` rows of the matching archive kernels later.
 
-The kernels are a seeded random sample of the file's kernels with code; ``--budget-s`` bounds the whole
-run: the cold pass gets half of it, the warm pass a quarter (no kernel starts after its pass's share;
-those finished count), the checks the rest.
+The kernels are a seeded random sample of the file's kernels with code (``--all``: every one);
+``--budget-s`` bounds the whole run: the cold pass gets half of it, the warm pass a quarter (no kernel
+starts after its pass's share; those finished count), the checks the rest; with ``--no-warm`` the cold
+pass gets 85%.
+
+A whole release does not fit one device call, so a run can go on in the next one: ``--resume`` keeps
+``OUT/reports-cold.jsonl`` and verifies only the kernels it does not hold yet, and ``--build-cache DIR``
+(default: a fresh temporary folder, so the first pass is cold) keeps the builds between calls. This is how
+the CUDA-L1 H100 reproduction runs on a machine without the archive::
+
+    python bench/verify_batch.py --all --resume --no-warm --out .device/l1 --build-cache .device/l1-builds \
+        --budget-s 540 --kill-kernels 0 --no-alone
+
+``--ray ADDRESS`` (or ``local``) runs the passes on a Ray cluster instead of this machine's processes.
 """
 
 from __future__ import annotations
@@ -68,6 +79,9 @@ class Recorder:
 
     def __init__(self, path: Path, total: int) -> None:
         self.path = path
+        if path.is_file() and not path.read_bytes().endswith(b"\n") and path.stat().st_size:
+            with path.open("a") as out:  # a line cut short by a kill stays its own (ignored) line
+                out.write("\n")
         self.stats = BatchStats(total=total)
         self.reports: dict[str, dict[str, Any]] = {}
 
@@ -83,13 +97,29 @@ class Recorder:
         print(f"  {job.key:<10} {report.get('status', 'error'):<8} {self.stats.line()}", file=sys.stderr, flush=True)
 
 
+def stored_keys(path: Path) -> set[str]:
+    """Keys of the reports a JSON Lines file already holds (a line cut short by a kill is ignored)."""
+    keys = set()
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        with contextlib.suppress(ValueError, KeyError, TypeError):
+            keys.add(json.loads(line)["key"])
+    return keys
+
+
 def run_pass(name: str, jobs: list[VerifyJob], options: VerifyOptions, out: Path, *, gpus: str | None,
-             compile_workers: int | None, cache: Path, budget_s: float) -> Recorder:
-    """One batch over ``jobs`` into ``out/reports-NAME.jsonl``."""
-    print(f"{name}: {len(jobs)} kernels, budget {budget_s:.0f}s", file=sys.stderr, flush=True)
-    recorder = Recorder(out / f"reports-{name}.jsonl", len(jobs))
-    verify_jobs(jobs, options, recorder, force=True, gpus=gpus, compile_workers=compile_workers, build_cache=cache,
-                time_budget_s=budget_s)
+             compile_workers: int | None, cache: Path, budget_s: float, resume: bool = False,
+             ray: str | None = None) -> Recorder:
+    """One batch over ``jobs`` into ``out/reports-NAME.jsonl`` (with ``resume``, only those it does not hold)."""
+    path = out / f"reports-{name}.jsonl"
+    done = stored_keys(path) if resume else set()
+    if not resume:
+        path.unlink(missing_ok=True)
+    todo = [j for j in jobs if j.key not in done]
+    print(f"{name}: {len(todo)} kernels ({len(jobs) - len(todo)} stored before), budget {budget_s:.0f}s",
+          file=sys.stderr, flush=True)
+    recorder = Recorder(path, len(todo))
+    verify_jobs(todo, options, recorder, force=True, gpus=gpus, compile_workers=compile_workers, build_cache=cache,
+                time_budget_s=budget_s, ray=ray)
     recorder.stats.finished_at = time.monotonic()
     return recorder
 
@@ -161,7 +191,7 @@ def child(args: argparse.Namespace) -> int:
         with results.open("a") as out:
             out.write(json.dumps({"key": job.key, "status": report.get("status")}) + "\n")
 
-    verify_jobs(jobs, options_of(args), store, done=done, gpus=args.gpus, build_cache=Path(args.build_cache))
+    verify_jobs(jobs, options_of(args), store, done=done, gpus=args.gpus, build_cache=args.build_cache)
     return 0
 
 
@@ -176,6 +206,13 @@ def main() -> int:
     parser.add_argument("--jsonl", type=Path, default=next((p for p in DATA_FILES if p.is_file()), DATA_FILES[0]),
                         help="CUDA-L1 release file (JSON Lines)")
     parser.add_argument("--limit", type=int, default=8, help="kernels in the sample")
+    parser.add_argument("--all", action="store_true", help="every kernel with code (no sample)")
+    parser.add_argument("--resume", action="store_true",
+                        help="keep OUT/reports-cold.jsonl and verify only the kernels it does not hold")
+    parser.add_argument("--build-cache", type=Path,
+                        help="build cache folder kept between runs (default: a fresh one, so the first pass is cold)")
+    parser.add_argument("--no-warm", dest="warm", action="store_false", help="skip the warm pass")
+    parser.add_argument("--ray", help="run the passes on this Ray cluster (an address, or local)")
     parser.add_argument("--seed", type=int, default=0, help="sample seed")
     parser.add_argument("--budget-s", type=float, default=200.0, help="about how long the whole benchmark may take")
     parser.add_argument("--gpus", help="GPUs (count or ids; default every visible one)")
@@ -191,27 +228,28 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="end with one JSON line of the figures")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--keys", help=argparse.SUPPRESS)
-    parser.add_argument("--build-cache", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         return child(args)
     if not args.jsonl.is_file():
         parser.error(f"no CUDA-L1 file at {args.jsonl}: run python tests/gpu/copy_gpu_data.py, or pass --jsonl")
     args.out.mkdir(parents=True, exist_ok=True)
-    jobs = load_jobs(args.jsonl, args.limit, args.seed)
+    jobs = load_jobs(args.jsonl, None if args.all else args.limit, args.seed)
     options = options_of(args)
     t_start = time.monotonic()
-    cache = Path(tempfile.mkdtemp(prefix="ka-bench-builds-"))
+    cache = args.build_cache.resolve() if args.build_cache else Path(tempfile.mkdtemp(prefix="ka-bench-builds-"))
     cold = run_pass("cold", jobs, options, args.out, gpus=args.gpus, compile_workers=args.compile_workers,
-                    cache=cache, budget_s=args.budget_s * 0.5)
+                    cache=cache, budget_s=args.budget_s * (0.5 if args.warm else 0.85), resume=args.resume,
+                    ray=args.ray)
     finished = [j for j in jobs if j.key in cold.reports]
-    warm = run_pass("warm", finished, options, args.out, gpus=args.gpus, compile_workers=args.compile_workers,
-                    cache=cache, budget_s=args.budget_s * 0.25)
+    warm = run_pass("warm", finished if args.warm else [], options, args.out, gpus=args.gpus,
+                    compile_workers=args.compile_workers, cache=cache, budget_s=args.budget_s * 0.25, ray=args.ray)
     result: dict[str, Any] = {
-        "n_kernels": len(jobs), "n_cold": cold.stats.done, "n_warm": warm.stats.done,
+        "n_kernels": len(jobs), "n_stored_before": len(jobs) - cold.stats.total, "n_cold": cold.stats.done,
+        "n_warm": warm.stats.done,
         "gpus": len(set((r.get("batch") or {}).get("gpu") for r in cold.reports.values())) or None,
         "kernels_per_min_cold": round(cold.stats.per_minute(cold.stats.finished_at), 3),
-        "kernels_per_min_warm": round(warm.stats.per_minute(warm.stats.finished_at), 3),
+        "kernels_per_min_warm": round(warm.stats.per_minute(warm.stats.finished_at), 3) if args.warm else None,
         **{f"share_{k}": v for k, v in cold.stats.shares().items() if k != "other"},
         "share_other": cold.stats.shares()["other"],
         "warm_shares": warm.stats.shares(),

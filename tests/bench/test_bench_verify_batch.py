@@ -43,3 +43,26 @@ def test_the_batch_benchmark_runs_its_passes_and_both_checks_on_cpu(tmp_path: Pa
     assert result["alone_vs_batch"]["same_verdict"] is True
     assert result["kill_restart"]["exactly_once"] is True and result["kill_restart"]["restart_rc"] == 0
     assert len((tmp_path / "out" / "reports-cold.jsonl").read_text().splitlines()) == 3
+
+
+@pytest.mark.slow
+def test_a_resumed_run_verifies_only_what_its_reports_file_lacks(tmp_path: Path) -> None:
+    rows = [{"level_id": 1, "task_id": i + 1, "ref_code": task, "custom_code": kernel, "score_default": 1.5}
+            for i, (task, kernel) in enumerate([(TASK, HONEST), (TASK_TANH, HONEST_TANH)])]
+    data = tmp_path / "l1.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out"
+    command = [sys.executable, "-c", WITHOUT, "--jsonl", str(data), "--all", "--resume", "--no-warm", "--device", "cpu",
+               "--trials", "1", "--target-seconds", "0.05", "--budget-s", "400", "--kill-kernels", "0", "--no-alone",
+               "--build-cache", str(tmp_path / "builds"), "--out", str(out), "--json"]
+    out.mkdir()
+    (out / "reports-cold.jsonl").write_text(json.dumps({"key": "L1-T1", "report": {"status": "flagged"}}) + "\n{\"key\": ")
+    first = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=900, check=False)
+    assert first.returncode == 0, first.stderr[-3000:]
+    result = json.loads(first.stdout.strip().splitlines()[-1])
+    assert (result["n_kernels"], result["n_stored_before"], result["n_cold"]) == (2, 1, 1)
+    assert result["kernels_per_min_warm"] is None and result["n_warm"] == 0
+    keys = [json.loads(line)["key"] for line in (out / "reports-cold.jsonl").read_text().splitlines()[2:]]
+    assert keys == ["L1-T2"]
+    again = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=900, check=False)
+    assert json.loads(again.stdout.strip().splitlines()[-1])["n_cold"] == 0

@@ -10,7 +10,7 @@ batch does, and returns the report. The driver hands reports to ``on_result`` as
 progress display are the local batch's. Without ``cuda`` (CPU tests) a verification takes one CPU.
 
 Example:
-    >>> ray_init_arguments("local", "/repo")["runtime_env"]["env_vars"]["PYTHONPATH"]
+    >>> ray_init_arguments("local", "/repo")["runtime_env"]["env_vars"]["PYTHONPATH"].split(os.pathsep)[0]
     '/repo'
 """
 
@@ -44,7 +44,10 @@ def ray_init_arguments(address: str, repo: str | os.PathLike[str] = REPO, **extr
     Python with torch and ray; locally the workers import it from this checkout.
     """
     if address == "local":
-        return {"runtime_env": {"env_vars": {"PYTHONPATH": str(repo)}}, "include_dashboard": False, **extra}
+        # Workers inherit nothing of the driver's PYTHONPATH once runtime_env sets it: keep it (Ray itself may
+        # be installed there).
+        path = os.pathsep.join([str(repo), *filter(None, [os.environ.get("PYTHONPATH")])])
+        return {"runtime_env": {"env_vars": {"PYTHONPATH": path}}, "include_dashboard": False, **extra}
     return {"address": address, "runtime_env": {"py_modules": [str(Path(repo) / "verify")]}, **extra}
 
 
