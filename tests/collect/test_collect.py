@@ -50,6 +50,12 @@ class FakeVerifier:
 VERIFY_ONLY = CollectOptions(ncu=False, torch_profile=False, clang_tidy=False)
 
 
+@pytest.fixture(autouse=True)
+def _own_build_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Builds the tests start land in the test's folder, never in the user's ~/.cache."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+
+
 def test_verify_reports_land_in_results(tmp_path: Path) -> None:
     run = own_run(tmp_path / "run", results=False)
     fake = FakeVerifier()
@@ -301,3 +307,47 @@ def test_the_batch_pipeline_is_used_where_the_verifier_offers_it(tmp_path: Path)
     collect(run, CollectOptions(ncu=False, torch_profile=False, clang_tidy=False, batch=False, force=True),
             verify=fake)
     assert fake.batch[1] == {"gpus": None, "compile_workers": None, "build_cache": None, "time_budget_s": None}
+
+
+def test_kernels_are_built_on_every_core_ahead_of_their_profiles(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """On the H100 machine a collect that went on from shipped reports found no builds: each profile compiled
+    its own kernel, two per GPU, and the GPUs waited on nvcc (65 s a profile against 15 s of profiling)."""
+    import threading
+
+    import kernel_archive.collect
+    from verify.batch.build_cache import BuildCache, BuildResult
+
+    started: list[str] = []
+    lock = threading.Lock()
+
+    def ensure(self: BuildCache, job: VerifyJob, options: VerifyOptions) -> BuildResult:
+        with lock:
+            started.append(job.key)
+        time.sleep(0.5)
+        entry = self.entry(job)
+        entry.mkdir(parents=True, exist_ok=True)
+        return BuildResult(entry.name, entry, "failed" if job.key == "relu/inline" else "built", 0.5)
+
+    class Recording(FakeProfiler):
+        def __init__(self) -> None:
+            super().__init__()
+            self.build_dirs: dict[str, Path | None] = {}
+            self.builds_started_first: list[int] = []
+
+        def __call__(self, kernel: Any, task_code: str, **kwargs: Any) -> dict[str, Any]:
+            self.build_dirs[kernel.name] = kwargs.get("build_dir")
+            with lock:
+                self.builds_started_first.append(len(started))
+            return super().__call__(kernel, task_code, **kwargs)
+
+    fake = Recording()
+    monkeypatch.setattr(BuildCache, "ensure", ensure)
+    monkeypatch.setattr(kernel_archive.collect, "profile_code", fake)
+    run = own_run(tmp_path / "run", results=False)
+    collect(run, replace(PROFILE_ONLY, ncu=False, profile_jobs=1, compile_workers=3))
+    assert sorted(started) == ["relu/cheat", "relu/inline", "relu/naive"], "every pending kernel is built once"
+    assert fake.builds_started_first[0] == 3, "the builds start together, before the first profile is done"
+    naive = fake.build_dirs["naive"]
+    assert naive is not None and naive.is_relative_to(tmp_path / "xdg-cache"), naive
+    assert fake.build_dirs["inline"] is None, "a failed build is compiled again by the profile, not loaded"
