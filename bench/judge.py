@@ -5,12 +5,13 @@ On the H100 (session 5) judging took 25-52 s per kernel for the showcase's large
 evidence shaped like an honest kernel's: per trial a float64 and an fp32 reference of a GELU over ``--elements``
 random values, and the candidate's three calls (poisoned, after the reference, other poison) returning the
 fp32 answer. It also times the correctness policy on one output (``judge_output``). The judge runs in this
-process on ``KA_JUDGE_THREADS`` threads (default: the parent's own setting), as the eval script's parent does.
+process on ``KA_JUDGE_THREADS`` intra-op threads (default: the parent's own setting), as the eval script's
+parent does, with its chunks spread over ``KA_JUDGE_WORKERS`` threads (``verify.harness.tensors.judge_workers``).
 
     python bench/judge.py                         # table: 3 trials of 33.5M elements
     python bench/judge.py --elements 4194304 --trials 9 --json   # last line: JSON
 
-JSON keys: ``elements``, ``trials``, ``threads``, ``judge_s``, ``judge_output_s``, ``verdicts`` (the checks that
+JSON keys: ``elements``, ``trials``, ``threads``, ``workers``, ``judge_s``, ``judge_output_s``, ``verdicts`` (the checks that
 read outputs -> verdict: all ``pass`` for this honest evidence).
 """
 
@@ -65,7 +66,7 @@ def measure(elements: int, trials: int) -> dict[str, Any]:
 
     from verify.harness.judge import TOLERANCE, judge
     from verify.harness.parent import JUDGE_THREADS
-    from verify.harness.tensors import judge_output
+    from verify.harness.tensors import judge_output, judge_workers
 
     threads = int(os.environ.get("KA_JUDGE_THREADS", JUDGE_THREADS))
     torch.set_num_threads(threads)
@@ -76,7 +77,8 @@ def measure(elements: int, trials: int) -> dict[str, Any]:
     ref = ev.refs[0]
     started = time.perf_counter()
     judge_output(ev.outputs[(0, "a")][0], ref["ref64"][0], ref["ref32"][0], TOLERANCE)
-    return {"elements": elements, "trials": trials, "threads": threads, "judge_s": round(judge_s, 3),
+    return {"elements": elements, "trials": trials, "threads": threads, "workers": judge_workers(),
+            "judge_s": round(judge_s, 3),
             "judge_output_s": round(time.perf_counter() - started, 3),
             "verdicts": {name: checks[name]["verdict"] for name in DATA_CHECKS}}
 
@@ -89,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     result = measure(args.elements, args.trials)
     rows = [("elements per output", f"{result['elements']:,}"), ("trials (3 calls each)", str(result["trials"])),
-            ("judge threads", str(result["threads"])), ("whole judge", f"{result['judge_s']:.2f} s"),
+            ("judge threads", str(result["threads"])), ("chunk workers", str(result["workers"])),
+            ("whole judge", f"{result['judge_s']:.2f} s"),
             ("policy on one output", f"{result['judge_output_s']:.2f} s"),
             ("correctness verdict", result["verdicts"].get("correctness", "-"))]
     width = max(len(name) for name, _ in rows)

@@ -699,11 +699,14 @@ def test_judging_in_chunks_gives_the_same_result_as_judging_at_once(how: str, mo
         out.view(-1)[200:210] = float("inf")
     whole = tensors.judge_output(out, ref64, ref32, TOLERANCE)
     monkeypatch.setattr(tensors, "JUDGE_CHUNK", 3 * TOLERANCE["fp32_block"] + 5)
-    parts = tensors.judge_output(out, ref64, ref32, TOLERANCE)
-    assert parts.keys() == whole.keys()
-    for key, value in whole.items():
-        assert parts[key] == (value if isinstance(value, str) else pytest.approx(value, rel=1e-12, nan_ok=True)), key
-    assert parts["passed"] == (how == "fp32")
+    for workers in ("1", "3"):
+        monkeypatch.setenv("KA_JUDGE_WORKERS", workers)
+        parts = tensors.judge_output(out, ref64, ref32, TOLERANCE)
+        assert parts.keys() == whole.keys()
+        for key, value in whole.items():
+            assert parts[key] == (value if isinstance(value, str) else pytest.approx(value, rel=1e-12, nan_ok=True)), key
+        assert parts["passed"] == (how == "fp32")
+        assert tensors.fails_l2_bound(out, ref64, ref32, TOLERANCE) is (not whole["rel_l2_ok"] and how != "special-values")
 
 
 def _negative_trial(ev: Evidence, index: int) -> None:
