@@ -45,10 +45,12 @@ from verify.harness.tensors import (
     describe,
     guarded_copy,
     guards_intact,
+    is_symmetric,
     make_inputs,
     overlaps,
     poison_free_memory,
     storage_span,
+    zero_pattern,
 )
 from verify.harness.timing import Clock, l2_flush_buffer, time_callable
 
@@ -746,8 +748,10 @@ def changed_positions(torch: Any, inputs: list[Any], seed: int, per_input: int =
     """A copy of ``inputs`` with ``per_input`` elements of each floating tensor changed at random positions.
 
     Each changed element moves away from zero by 0.5 to 1.5 times the input's largest magnitude (plus 0.1),
-    keeping its sign, so positive-only inputs stay positive. ``seed`` is drawn by the caller after the
-    candidate ran, from the OS's randomness, so the candidate cannot know which elements will change.
+    keeping its sign, so positive-only inputs stay positive. The input's structure holds
+    (``tensors.conform``): only non-zero elements of a zero pattern change, and a symmetric input changes
+    with its mirror element. ``seed`` is drawn by the caller after the candidate ran, from the OS's
+    randomness, so the candidate cannot know which elements will change.
 
     Example:
         >>> import torch
@@ -767,12 +771,32 @@ def changed_positions(torch: Any, inputs: list[Any], seed: int, per_input: int =
         y = x.detach().clone()
         flat = y.view(-1) if y.is_contiguous() else y.reshape(-1)
         scale = float(flat.abs().max()) + 0.1
-        for position in rng.sample(range(flat.numel()), min(per_input, flat.numel())):
+        pattern, mirror = zero_pattern(x), is_symmetric(x)
+        n = x.shape[-1] if mirror else 1
+        for position in _positions(rng, flat, per_input, None if pattern is None else pattern.reshape(-1)):
             old = float(flat[position])
-            flat[position] = (1.0 if old >= 0 else -1.0) * (abs(old) + scale * rng.uniform(0.5, 1.5))
+            new = (1.0 if old >= 0 else -1.0) * (abs(old) + scale * rng.uniform(0.5, 1.5))
+            flat[position] = new
+            if mirror:
+                row, col = divmod(position % (n * n), n)
+                flat[position - position % (n * n) + col * n + row] = new
             changed += 1
         out.append(flat.view(x.shape) if y.is_contiguous() else flat.reshape(x.shape))
     return out, changed
+
+
+def _positions(rng: Any, flat: Any, count: int, allowed: Any | None) -> list[int]:
+    """``count`` distinct positions of ``flat`` drawn by ``rng``, among the ``allowed`` ones (a flat mask)."""
+    if allowed is None:
+        return rng.sample(range(flat.numel()), min(count, flat.numel()))
+    chosen: list[int] = []
+    for _ in range(64 * count):
+        position = rng.randrange(flat.numel())
+        if position not in chosen and bool(allowed[position]):
+            chosen.append(position)
+            if len(chosen) == count:
+                break
+    return chosen
 
 
 def _state_probe(torch: Any, call: Any, reference: Any, shared: Path, clock: Clock, work: Path, channel: Channel,

@@ -26,8 +26,74 @@ DISTRIBUTIONS: tuple[str, ...] = ("task", "randn", "rand", "negative", "heavy-ta
 POISON_FILLS: tuple[float, ...] = (float("nan"), 1.0e30)
 
 
+STRUCTURAL_ZEROS = 0.01
+"""The share of exact zeros from which a task's input has a zero pattern its redraws keep (a continuous
+draw has none; a triangular, banded or masked input has a large share)."""
+
+
+def zero_pattern(t: Any) -> Any | None:
+    """Where the task's own input ``t`` is non-zero, if its zeros are a pattern (at least
+    ``STRUCTURAL_ZEROS`` of the elements, but not all); None otherwise.
+
+    Example:
+        >>> import torch
+        >>> zero_pattern(torch.triu(torch.ones(4, 4))).int().tolist()[3], zero_pattern(torch.ones(4)) is None
+        ([0, 0, 0, 1], True)
+    """
+    import torch
+
+    if not isinstance(t, torch.Tensor) or not t.is_floating_point() or t.numel() == 0:
+        return None
+    nonzero = t != 0
+    zeros = t.numel() - int(nonzero.sum())
+    return nonzero if 0 < zeros < t.numel() and zeros >= STRUCTURAL_ZEROS * t.numel() else None
+
+
+def is_symmetric(t: Any) -> bool:
+    """Whether ``t`` is a (batch of) square matrices equal to their transposes, and not a constant.
+
+    Example:
+        >>> import torch
+        >>> a = torch.randn(3, 3)
+        >>> is_symmetric(a + a.T), is_symmetric(a), is_symmetric(torch.ones(3, 3))
+        (True, False, False)
+    """
+    import torch
+
+    if not isinstance(t, torch.Tensor) or not t.is_floating_point() or t.dim() < 2 or t.shape[-1] != t.shape[-2]:
+        return False
+    if t.shape[-1] < 2 or not torch.equal(t, t.transpose(-1, -2)):
+        return False
+    return not bool((t == t.reshape(-1)[0]).all())
+
+
+def conform(out: Any, like: Any) -> Any:
+    """``out`` given the structure the task's own input ``like`` has: its symmetry and its zero pattern.
+
+    Tasks state preconditions through their inputs (KernelBench's triangular and symmetric matrix products:
+    ``torch.triu(torch.randn(N, N))``, ``(A + A.T) / 2``), and a kernel may rely on them, as PyTorch's own
+    triangular routines do. Redrawn inputs that broke them failed such kernels on every other distribution,
+    on the statefulness probe and on the timed calls (CUDA-L1's level 1 tasks 14 and 15 on the H100).
+
+    Example:
+        >>> import torch
+        >>> r = conform(torch.randn(4, 4), torch.triu(torch.randn(4, 4)))
+        >>> bool((r.tril(-1) == 0).all()), int((r != 0).sum())
+        (True, 10)
+    """
+    import torch
+
+    if is_symmetric(like):
+        out = (out + out.transpose(-1, -2)) / 2
+    pattern = zero_pattern(like)
+    if pattern is not None:
+        out = torch.where(pattern, out, torch.zeros((), dtype=out.dtype, device=out.device))
+    return out
+
+
 def redraw(t: Any, distribution: str, generator: Any) -> Any:
-    """A tensor like ``t`` whose floating contents follow ``distribution``; other dtypes are returned as is."""
+    """A tensor like ``t`` whose floating contents follow ``distribution``, with ``t``'s structure
+    (``conform``); other dtypes are returned as is."""
     import torch
 
     if not isinstance(t, torch.Tensor) or not t.is_floating_point() or distribution == "task":
@@ -44,7 +110,7 @@ def redraw(t: Any, distribution: str, generator: Any) -> Any:
         out = torch.tan(math.pi * (u - 0.5)).clamp_(-100.0, 100.0)
     else:
         raise ValueError(f"unknown input distribution {distribution!r}; known: {', '.join(DISTRIBUTIONS)}")
-    return out.to(dtype)
+    return conform(out, t).to(dtype)
 
 
 def make_inputs(get_inputs: Any, seed: int, distribution: str, device: str) -> list[Any]:

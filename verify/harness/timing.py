@@ -21,7 +21,7 @@ import statistics
 import time
 from typing import Any
 
-from verify.harness.tensors import fingerprint
+from verify.harness.tensors import fingerprint, is_symmetric
 
 
 class Clock:
@@ -86,8 +86,9 @@ def l2_flush_buffer(torch: Any, device: str) -> Any:
 def fresh_inputs(torch: Any, template: list[Any], seed: int, device: str) -> list[Any]:
     """New input contents for one timed call: floating inputs scaled elementwise by U(0.5, 1.5).
 
-    The scaling keeps each input's sign and range (positive inputs stay positive) while making every
-    call's contents different, so a kernel that caches by pointer, id or content returns stale results.
+    The scaling keeps each input's sign and range (positive inputs stay positive) and its zero pattern, and
+    is symmetric where the input is (``tensors.is_symmetric``), so the task's preconditions hold, while making
+    every call's contents different, so a kernel that caches by pointer, id or content returns stale results.
     Non-floating inputs are kept. The same seed gives the same inputs in any process on the same device.
     """
     generator = torch.Generator(device=device)
@@ -96,6 +97,8 @@ def fresh_inputs(torch: Any, template: list[Any], seed: int, device: str) -> lis
     for x in template:
         if isinstance(x, torch.Tensor) and x.is_floating_point():
             scale = torch.rand(x.shape, generator=generator, device=device, dtype=torch.float32) + 0.5
+            if is_symmetric(x):
+                scale = (scale + scale.transpose(-1, -2)) / 2
             out.append((x.to(torch.float32) * scale).to(x.dtype).contiguous() if x.is_contiguous()
                        else (x.to(torch.float32) * scale).to(x.dtype))
         else:
