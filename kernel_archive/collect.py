@@ -260,20 +260,17 @@ class ProfileSetup:
         for kernel in kernels:
             self.builds[kernel.key] = pool.submit(self.cache.ensure, _job(run, kernel), build_options)
 
-    def build_dir(self, run: RunFolder, kernel: RunKernel) -> Path | None:
-        """The kernel's build-cache entry if it was built successfully (waiting for a build under way)."""
-        if self.cache is None:
-            return None
+    def build_dir(self, kernel: RunKernel) -> Path | None:
+        """The kernel's build-cache entry once ``prebuild`` has it (a hit or a new build; waits for a build under
+        way); None without one (no cache, or a failed build, which the profile compiles again itself)."""
         future = self.builds.get(kernel.key)
-        if future is not None:
-            try:
-                built = future.result()
-            except (CancelledError, OSError, RuntimeError):
-                return None
-            return built.entry if built.state in ("hit", "built") else None
-        job = _job(run, kernel)
-        found = self.cache.marker(job)
-        return self.cache.entry(job) if found and found.get("ok") else None
+        if future is None:
+            return None
+        try:
+            built = future.result()
+        except (CancelledError, OSError, RuntimeError):
+            return None
+        return built.entry if built.state in ("hit", "built") else None
 
     def environment(self, index: int) -> dict[str, str]:
         """Variables for the ``index``-th profile: its GPU, that GPU's gate and the build's toolchain.
@@ -301,7 +298,7 @@ def _missing(run: RunFolder, kernel: RunKernel, options: CollectOptions) -> list
 def _profile_one(run: RunFolder, kernel: RunKernel, options: CollectOptions, kinds: list[str], attempts: int,
                  setup: ProfileSetup, index: int) -> list[str]:
     report = profile_code(kernel, run.tasks[kernel.task].code or "", ncu="ncu" in kinds, python=options.python,
-                          build_dir=setup.build_dir(run, kernel), env=setup.environment(index))
+                          build_dir=setup.build_dir(kernel), env=setup.environment(index))
     written = []
     for kind in kinds:
         value = report.get(PROFILED_FILES[kind])

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Collection, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -245,9 +246,11 @@ def test_profiles_load_the_verify_steps_build_and_take_turns_on_each_gpu(tmp_pat
         entry.mkdir(parents=True)
         (entry / MARKER).write_text(json.dumps({"ok": ok}))
     setup = ProfileSetup(tmp_path / "gates", ["2", "5"], cache)
-    assert setup.build_dir(run, naive) == cache.entry(_job(run, naive))
-    assert setup.build_dir(run, inline) is None, "a failed build is compiled again by the profile, not loaded"
-    assert ProfileSetup(tmp_path / "gates", ["0"]).build_dir(run, naive) is None
+    with ThreadPoolExecutor(2) as pool:
+        setup.prebuild(run, [naive, inline], CollectOptions(), pool)
+        assert setup.build_dir(naive) == cache.entry(_job(run, naive))
+        assert setup.build_dir(inline) is None, "a failed build is compiled again by the profile, not loaded"
+    assert ProfileSetup(tmp_path / "gates", ["0"]).build_dir(naive) is None
     envs = [setup.environment(i) for i in range(4)]
     assert [e["CUDA_VISIBLE_DEVICES"] for e in envs] == ["2", "5", "2", "5"]
     assert envs[0]["KA_GPU_GATE"] == envs[2]["KA_GPU_GATE"] != envs[1]["KA_GPU_GATE"]

@@ -434,7 +434,7 @@ def judge_workers() -> int:
 def _map_chunks(judge: Callable[[int], T], n: int, step: int, tensor: Any) -> list[T]:
     """``judge(start)`` for every chunk start, in order; on the CPU on ``judge_workers()`` threads."""
     starts = range(0, n, step)
-    workers = min(judge_workers(), len(starts)) if judge_chunk(tensor) == JUDGE_CHUNK else 1
+    workers = 1 if _on_gpu(tensor) else min(judge_workers(), len(starts))
     if workers <= 1:
         return [judge(i) for i in starts]
     with ThreadPoolExecutor(workers, thread_name_prefix="ka-judge") as pool:
@@ -449,7 +449,11 @@ def judge_chunk(tensor: Any) -> int:
         >>> judge_chunk(torch.zeros(1)) == JUDGE_CHUNK
         True
     """
-    return JUDGE_CHUNK_GPU if getattr(getattr(tensor, "device", None), "type", "cpu") != "cpu" else JUDGE_CHUNK
+    return JUDGE_CHUNK_GPU if _on_gpu(tensor) else JUDGE_CHUNK
+
+
+def _on_gpu(tensor: Any) -> bool:
+    return getattr(getattr(tensor, "device", None), "type", "cpu") != "cpu"
 
 
 def fails_l2_bound(out: Any, ref64: Any, ref32: Any | None, policy: dict[str, Any]) -> bool:
