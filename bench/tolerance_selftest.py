@@ -147,7 +147,12 @@ def retry_out_of_memory(results: list[dict[str, Any]], rows: list[dict[str, Any]
 
 
 def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per level and in total: tasks, passed, atol/rtol alone, fp32 bound needed, errors, out of memory, not run."""
+    """Per level and in total: tasks, passed, atol/rtol alone, fp32 bound needed, errors, out of memory, not run.
+
+    Example:
+        >>> list(summarize([{"level": 2, "passed": True}, {"level": 1, "passed": True}])["levels"])
+        ['level 1', 'level 2', 'total']
+    """
     levels: dict[str, dict[str, int]] = {}
     for r in results:
         for key in (f"level {r['level']}", "total"):
@@ -164,7 +169,9 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
                "why": r.get("error") or "; ".join(f"{d}: {v['reason']}" for d, v in r["distributions"].items()
                                                   if not v["passed"])[:300]}
               for r in results if not r.get("passed") and not r.get("not_run")]
-    return {"levels": levels, "failed": failed}
+    # Levels in order, the total last (results arrive in completion order).
+    ordered = {k: levels[k] for k in sorted(levels, key=lambda k: (k == "total", k))}
+    return {"levels": ordered, "failed": failed}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -136,7 +136,7 @@ def _verify_batch(
 
         assert toolchain is not None
         run_ray_batch(plan.todo, options, finished, address=ray, cache_root=root, toolchain=toolchain,
-                      build=use_cache, init=ray_init)
+                      build=use_cache, init=ray_init, deadline=deadline)
         return summary
     gpu_ids = parse_gpus(gpus)
     cache = BuildCache(root, toolchain) if use_cache and toolchain is not None else None

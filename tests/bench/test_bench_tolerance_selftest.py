@@ -56,3 +56,14 @@ def test_selftest_passes_fp32_outputs_and_reports_broken_tasks(tmp_path: Path) -
     assert sorted(failed) == [2, 4]
     assert "TypeError" in failed[2]["why"] and not failed[2]["out_of_memory"]
     assert failed[4]["out_of_memory"] and "OOM level 1 task 4" in run.stdout
+
+
+def test_the_summary_lists_levels_in_order_and_the_total_last() -> None:
+    import runpy
+
+    summarize = runpy.run_path(str(Path(__file__).resolve().parents[2] / "bench" / "tolerance_selftest.py"))["summarize"]
+    results = [{"level": 3, "passed": True}, {"level": 1, "task": 7, "passed": False, "error": "TypeError"},
+               {"level": 2, "passed": True}]
+    summary = summarize(results)
+    assert list(summary["levels"]) == ["level 1", "level 2", "level 3", "total"]
+    assert summary["levels"]["total"]["passed"] == 2 and summary["levels"]["total"]["errors"] == 1

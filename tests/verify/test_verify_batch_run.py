@@ -107,3 +107,17 @@ def test_the_ray_backend_on_a_local_cpu_instance(tmp_path: Path) -> None:
     assert reports["honest"]["checks"]["correctness"]["verdict"] == "pass"
     assert reports["honest"]["batch"]["build"]["state"] == "built"
     assert (tmp_path / "builds" / reports["honest"]["batch"]["build"]["key"] / "BUILD.json").is_file()
+
+
+@pytest.mark.slow
+def test_the_ray_backend_starts_no_verification_after_the_time_budget(tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    jobs = [job("honest", kernel=HONEST), job("mutating", kernel=MUTATING)]
+    reports: dict[str, dict[str, Any]] = {}
+    started = time.monotonic()
+    summary = verify_jobs(jobs, OPTIONS, lambda j, r: reports.__setitem__(j.key, r), ray="local",
+                          ray_init={"num_cpus": 3, "object_store_memory": 100 * 2**20},
+                          build_cache=tmp_path / "builds", time_budget_s=0)
+    assert summary == {} and reports == {}
+    # The builds submitted ahead were cancelled, not waited for (one takes tens of seconds).
+    assert time.monotonic() - started < 60

@@ -611,6 +611,46 @@ def test_a_call_launching_none_of_its_own_work_is_flagged() -> None:
     assert overall_status(checks) == "flagged"
 
 
+def test_run_to_run_nondeterminism_within_tolerance_is_recorded_not_flagged() -> None:
+    ev = honest()
+    for t in TRIALS:
+        for variant, bump in (("b", 1e-7), ("c", -1e-7)):
+            ev.outputs[(t["index"], variant)] = [ev.outputs[(t["index"], "a")][0] + bump]
+    checks, _ = judge(ev)
+    assert checks["stale-memory"]["verdict"] == "pass" and checks["launch-errors"]["verdict"] == "pass"
+    assert overall_status(checks) == "passed"
+    assert "nondeterministic" in properties(checks, [])
+
+
+def test_a_poison_that_reaches_the_outputs_still_fails() -> None:
+    ev = honest()
+    for t in TRIALS:
+        ev.outputs[(t["index"], "b")] = [ev.outputs[(t["index"], "a")][0] + 1e-7]
+    ev.outputs[(TRIALS[0]["index"], "c")] = [torch.full((64, 32), 1e30)]
+    checks, _ = judge(ev)
+    assert checks["stale-memory"]["verdict"] == "pass" and checks["launch-errors"]["verdict"] == "fail"
+
+
+def test_a_kernel_wrong_on_every_trial_is_not_called_a_cache() -> None:
+    ev = _with_state_probe(honest(), stale=True)
+    for t in TRIALS:
+        for variant in ("a", "b", "c"):
+            ev.outputs[(t["index"], variant)] = [ev.refs[t["index"]]["ref32"][0] * 1.5]
+    _break("caching", ev)
+    checks, _ = judge(ev)
+    assert checks["correctness"]["verdict"] == "fail" and overall_status(checks) == "failed"
+    assert checks["caching"]["verdict"] == "skip", checks["caching"]
+    assert "wrong on every trial" in checks["caching"]["evidence"][0]
+
+
+def test_a_cache_is_still_caught_when_some_trials_are_right() -> None:
+    ev = _with_state_probe(honest(), stale=True)
+    ev.outputs[(TRIALS[-1]["index"], "a")] = [ev.refs[TRIALS[-1]["index"]]["ref32"][0] * 1.5]
+    checks, _ = judge(ev)
+    assert checks["correctness"]["verdict"] == "fail"
+    assert checks["caching"]["verdict"] == "fail" and "depends on earlier calls" in checks["caching"]["evidence"][0]
+
+
 # --- issue 14: sizes fixed at construction --------------------------------------------------------------------
 
 

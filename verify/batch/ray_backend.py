@@ -97,6 +97,18 @@ def _verify_task(job: VerifyJob, options: VerifyOptions, root: str, toolchain: T
     return Finished(job, report, build, gpu, seconds)
 
 
+def _slots(resources: dict[str, float], device: str) -> int:
+    """Verifications the cluster runs at once: two per GPU (one CPU each without ``cuda``).
+
+    Example:
+        >>> _slots({"GPU": 2.0, "CPU": 32.0}, "cuda"), _slots({"CPU": 3.0}, "cpu")
+        (4, 3)
+    """
+    if device == "cuda":
+        return max(1, int(resources.get("GPU", 0) * SLOTS_PER_GPU))
+    return max(1, int(resources.get("CPU", 1)))
+
+
 def _node() -> str:
     import socket
 
@@ -105,8 +117,13 @@ def _node() -> str:
 
 def run_ray_batch(jobs: list[VerifyJob], options: VerifyOptions, on_finished: Callable[[Finished], None], *,
                   address: str, cache_root: str | os.PathLike[str], toolchain: Toolchain, build: bool = True,
-                  init: dict[str, Any] | None = None) -> None:
-    """Verify ``jobs`` on the Ray cluster at ``address`` (``local``: a Ray started here)."""
+                  init: dict[str, Any] | None = None, deadline: float | None = None) -> None:
+    """Verify ``jobs`` on the Ray cluster at ``address`` (``local``: a Ray started here).
+
+    Builds are all submitted at once (a CPU node builds ahead of the GPUs); verifications only as GPU slots
+    free up, so with a ``deadline`` (``time.monotonic()`` seconds) none starts after it, the builds not yet
+    needed are cancelled and the call returns when the running verifications end, as the local batch does.
+    """
     import ray
 
     started_here = not ray.is_initialized()
@@ -119,16 +136,23 @@ def run_ray_batch(jobs: list[VerifyJob], options: VerifyOptions, on_finished: Ca
         gpu_resources = {"num_gpus": 1 / SLOTS_PER_GPU, "num_cpus": 1} if options.device == "cuda" else {"num_cpus": 1}
         build_remote = ray.remote(num_cpus=2, max_retries=1)(_build_task)
         verify_remote = ray.remote(max_retries=0, **gpu_resources)(_verify_task)
+        builds = [build_remote.remote(job, options, root, toolchain) if build else None for job in jobs]
+        window = 2 * _slots(ray.cluster_resources(), options.device)
+        queue = list(zip(jobs, builds, strict=True))
         pending: dict[Any, VerifyJob] = {}
-        if build:
-            for job in jobs:
-                built_ref = build_remote.remote(job, options, root, toolchain)
+        while queue or pending:
+            if deadline is not None and time.monotonic() >= deadline and queue:
+                for _, built_ref in queue:
+                    if built_ref is not None:
+                        ray.cancel(built_ref)
+                queue = []
+            while queue and len(pending) < window:
+                job, built_ref = queue.pop(0)
                 pending[verify_remote.remote(job, options, root, toolchain, built_ref, batch)] = job
-        else:
-            for job in jobs:
-                pending[verify_remote.remote(job, options, root, toolchain, None, batch)] = job
-        while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1)
+            if not pending:
+                break
+            timeout = None if deadline is None or not queue else max(0.05, deadline - time.monotonic())
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=timeout)
             for ref in ready:
                 pending.pop(ref)
                 on_finished(ray.get(ref))
