@@ -27,6 +27,7 @@ from archive_db.transaction import Connection
 from archive_db.writer import ArchiveWriter
 from ingest.adapter import IngestRequest, KernelDerivation
 from ingest.errors import SourceConflict
+from ingest.gc_pause import gc_paused
 from ingest.registry import get_adapter
 
 
@@ -157,7 +158,7 @@ def ingest_source(
     request.options = adapter.parse_options(request.options)
     started = time.perf_counter()
     records = 0
-    with connect(db) as con, threads(con, LOAD_THREADS) as all_threads, ArchiveWriter(con) as writer:
+    with gc_paused(), connect(db) as con, threads(con, LOAD_THREADS) as all_threads, ArchiveWriter(con) as writer:
         set_memory_limit(con, INGEST_MEMORY_LIMIT)
         check_source_identity(con, request, adapter_name)
         request.known_profiles = _ProfileLookup(con)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import gc
 import os
 import signal
 import sys
@@ -59,7 +60,13 @@ def keep_freed_memory() -> bool:
 
 
 def init_worker(parent_pid: int) -> None:
-    """Pool initializer: die with ``parent_pid``, leave Ctrl+C to the parent, and keep freed memory for reuse."""
+    """Pool initializer: die with ``parent_pid``, leave Ctrl+C to the parent, and keep freed memory for reuse.
+
+    The cyclic garbage collector stays off (``ingest.gc_pause``): a worker lives for one ingest and parses
+    strings into tuples and Arrow tables, which reference counting frees; walking what it inherited from the
+    parent would also copy those pages into the worker.
+    """
+    gc.disable()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
