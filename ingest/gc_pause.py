@@ -2,9 +2,10 @@
 
 An ingest allocates millions of small containers (row dicts, tuples of parsed profile rows) that live until
 their batch is written. Every 700 new containers the collector walks the young ones, and every few of those
-walks the older generations too, over objects that reference counting frees anyway: on the 30,615-row
-benchmark ingest (``bench/ingest.py``) that was about a tenth of the CPU. Anything cyclic made meanwhile is
-collected once the collector runs again.
+walks the older generations too, over objects that reference counting frees anyway: about a tenth of the
+profile parsers' CPU with many objects alive, about 4% of the 30,615-row benchmark ingest's
+(``docs/bench-ingest.md``, fifth pass). Anything cyclic made meanwhile is collected once the collector runs
+again.
 
 Example:
     >>> import gc
