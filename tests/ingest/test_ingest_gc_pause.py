@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import os
 from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_context
+from multiprocessing import get_all_start_methods, get_context
 from pathlib import Path
 
 import pytest
@@ -34,7 +34,10 @@ def test_the_collector_is_restored_even_when_the_block_fails() -> None:
 
 
 def test_a_parser_worker_runs_without_the_collector() -> None:
-    with ProcessPoolExecutor(1, mp_context=get_context("spawn"), initializer=init_worker,
+    # Forked as the adapter's pool is: a spawned worker would import this process's __main__, which other tests
+    # in the same session may have pointed at the Streamlit app.
+    method = "fork" if "fork" in get_all_start_methods() else "spawn"
+    with ProcessPoolExecutor(1, mp_context=get_context(method), initializer=init_worker,
                              initargs=(os.getpid(),)) as pool:
         assert pool.submit(gc.isenabled).result() is False
     assert gc.isenabled()
