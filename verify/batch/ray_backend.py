@@ -23,6 +23,7 @@ import shutil
 import sys
 import tarfile
 import time
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -138,16 +139,16 @@ def run_ray_batch(jobs: list[VerifyJob], options: VerifyOptions, on_finished: Ca
         verify_remote = ray.remote(max_retries=0, **gpu_resources)(_verify_task)
         builds = [build_remote.remote(job, options, root, toolchain) if build else None for job in jobs]
         window = 2 * _slots(ray.cluster_resources(), options.device)
-        queue = list(zip(jobs, builds, strict=True))
+        queue = deque(zip(jobs, builds, strict=True))
         pending: dict[Any, VerifyJob] = {}
         while queue or pending:
             if deadline is not None and time.monotonic() >= deadline and queue:
                 for _, built_ref in queue:
                     if built_ref is not None:
                         ray.cancel(built_ref)
-                queue = []
+                queue.clear()
             while queue and len(pending) < window:
-                job, built_ref = queue.pop(0)
+                job, built_ref = queue.popleft()
                 pending[verify_remote.remote(job, options, root, toolchain, built_ref, batch)] = job
             if not pending:
                 break
