@@ -512,15 +512,19 @@ def test_honest_control(reports: dict[str, dict[str, Any]], name: str) -> None:
         assert trials["heavy-tailed"]["passed"] and trials["heavy-tailed"]["mismatches"] == 0, _summary(report)
 
 
-EXPECTED: dict[str, tuple[str, str, str | None]] = {
+SIDE_STREAM_EVIDENCE = ("do not cover the call's own device work", "disagree beyond noise (work on another stream)")
+EXPECTED: dict[str, tuple[str, str, str | tuple[str, ...] | None]] = {
     # name: (check, verdict, text the evidence must contain)
     "one-wrong-element": ("correctness", "fail", "outside both atol/rtol"),
     "bf16-inside": ("correctness", "fail", None),
     "zeroes-small-outputs": ("correctness", "fail", None),
     "decoy-kernel-then-library": ("not-a-kernel", "warn", "library kernels took"),
     "mentioned-only-in-an-attribute-call": ("not-a-kernel", "fail", "never launched"),
-    "torch-side-stream": ("side-streams", "fail", "do not cover the call's own device work"),
-    "nvrtc-kernel-on-side-stream": ("side-streams", "fail", "do not cover the call's own device work"),
+    # Either rule of the side-streams check may decide (both ran on the H100): the profiler's per-stream busy
+    # time against the events, or the synchronised wall time against the events (harness 1.9: the side
+    # stream's 176us were within the first rule's margin of a 170us event time, and the second caught it).
+    "torch-side-stream": ("side-streams", "fail", SIDE_STREAM_EVIDENCE),
+    "nvrtc-kernel-on-side-stream": ("side-streams", "fail", SIDE_STREAM_EVIDENCE),
     "l2-fetch-granularity": ("context-state", "fail", "limit.max_l2_fetch_granularity"),
     "cache-config-prefer-l1": ("context-state", "fail", "context.cache_config"),
     "malloc-heap-limit": ("context-state", "fail", "limit.malloc_heap_size"),
@@ -536,7 +540,8 @@ def test_adversarial_variant_gets_its_verdict(reports: dict[str, dict[str, Any]]
     assert report.get("status") in ("failed", "flagged"), _summary(report)
     assert report["checks"][check]["verdict"] == verdict, _summary(report)
     if text:
-        assert text in " ".join(report["checks"][check]["evidence"]), _summary(report)
+        evidence = " ".join(report["checks"][check]["evidence"])
+        assert any(t in evidence for t in (text if isinstance(text, tuple) else (text,))), _summary(report)
     if check == "correctness":
         assert report["status"] == "failed"
     if name == "one-wrong-element":

@@ -874,3 +874,95 @@ def test_a_gap_small_against_the_call_is_noise() -> None:
     trivial = _calls(0.004, 0.0301, host=0.02, wall_iqr=0.0117)
     assert wall_event_gap(_calls(5.034, 5.114, host=0.239, wall_iqr=0.0167), [trivial])[0] is False
     assert wall_event_gap(_calls(5.034, 5.6, host=0.239, wall_iqr=0.0167), [trivial])[0] is True
+
+
+def _kl_div_case(distribution_sign: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """KernelBench level 1 task 98 (KL divergence) and CUDA-L1's rewrite ``xlogy(t, t / p)``, in float64 and fp32."""
+    gen = torch.Generator().manual_seed(0)
+    p = distribution_sign * torch.rand(4, 64, generator=gen, dtype=torch.float64).add(0.01)
+    t = distribution_sign * torch.rand(4, 64, generator=gen, dtype=torch.float64).add(0.01)
+    ref64 = torch.nn.functional.kl_div(torch.log(p), t, reduction="none")
+    ref32 = torch.nn.functional.kl_div(torch.log(p.float()), t.float(), reduction="none")
+    rewrite = torch.xlogy(t.float(), t.float() / p.float())
+    return p, ref64, ref32, rewrite
+
+
+def test_off_the_tasks_inputs_a_nan_reference_is_undefined_but_on_them_nan_is_the_only_answer() -> None:
+    from verify.harness.judge import TOLERANCE, judge_outputs, trial_policy
+
+    _, ref64, ref32, rewrite = _kl_div_case(-1.0)  # two negative inputs: log(p) is NaN, t / p is positive
+    assert bool(torch.isnan(ref64).all()) and bool(torch.isfinite(rewrite).all())
+    negative = trial_policy(TOLERANCE, {"distribution": "negative"})
+    passed, reasons, stats = judge_outputs([rewrite], [ref64], [ref32], negative)
+    assert passed, reasons
+    assert stats[0]["undefined"] == ref64.numel()
+    strict = trial_policy(TOLERANCE, {"distribution": "task"})
+    passed, reasons, _ = judge_outputs([rewrite], [ref64], [ref32], strict)
+    assert not passed and "outside both atol/rtol" in reasons[0]
+
+
+def test_an_undefined_reference_excuses_nothing_where_the_reference_is_finite() -> None:
+    from verify.harness.judge import TOLERANCE, judge_outputs, trial_policy
+
+    _, ref64, ref32, rewrite = _kl_div_case(1.0)  # the task's own domain: every value defined
+    negative = trial_policy(TOLERANCE, {"distribution": "negative"})
+    assert judge_outputs([rewrite], [ref64], [ref32], negative)[0], "the honest rewrite is right on positive inputs"
+    mixed = ref64.clone()
+    mixed[0] = float("nan")  # a few undefined elements beside defined ones
+    wrong = rewrite.clone()
+    wrong[1:] = 0.0
+    passed, reasons, stats = judge_outputs([wrong], [mixed], [ref32], negative)
+    assert not passed and stats[0]["undefined"] == 64
+    garbage = rewrite.clone()
+    garbage[0] = 123.0  # only the undefined row is changed: still right
+    assert judge_outputs([garbage], [mixed], [ref32], negative)[0]
+    garbage[1, 0] = float("inf")  # a non-finite value where the reference is finite
+    assert not judge_outputs([garbage], [mixed], [ref32], negative)[0]
+
+
+def _with_new_thread(ev: Evidence, name: str, origin: str) -> None:
+    for message in ev.run.messages:
+        for key in ("threads", "threads_after"):
+            if key in message and message.get("kind") != "hello":
+                message[key] = {"python": ["MainThread", name], "os": 11, "origins": {"MainThread": "threading",
+                                                                                        name: origin}}
+
+
+@pytest.mark.parametrize(("name", "origin", "verdict", "status"), [
+    ("InductorSubproc", "torch._inductor.compile_worker.subproc_pool", "warn", "passed"),
+    ("tqdm_monitor", "tqdm._monitor", "warn", "passed"),
+    ("InductorSubproc", "ka_candidate", "fail", "failed"),  # a library's name on the candidate's own code
+    ("ThreadPoolExecutor-0_0", "concurrent.futures.thread", "fail", "failed"),  # runs whatever it is given
+    ("worker", "", "fail", "failed"),  # a report without origins (older harness, or hidden)
+])
+def test_library_threads_warn_and_the_candidates_own_threads_fail(name: str, origin: str, verdict: str,
+                                                                  status: str) -> None:
+    ev = honest()
+    _with_new_thread(ev, name, origin)
+    checks, _ = judge(ev)
+    assert checks["background-threads"]["verdict"] == verdict, checks["background-threads"]
+    assert overall_status(checks) in ({status} if status == "failed" else {"passed", "flagged"})
+
+
+def test_thread_origin_names_the_module_a_thread_runs() -> None:
+    import threading
+
+    from verify.harness.common import thread_counts, thread_origin
+
+    def loop(stop: threading.Event) -> None:
+        stop.wait(5)
+
+    class Monitor(threading.Thread):
+        def run(self) -> None:
+            pass
+
+    stop = threading.Event()
+    worker = threading.Thread(target=loop, args=(stop,), name="ka-test-worker")
+    worker.start()
+    try:
+        assert thread_origin(worker) == __name__
+        assert thread_counts()["origins"]["ka-test-worker"] == __name__
+        assert thread_origin(Monitor()) == __name__
+    finally:
+        stop.set()
+        worker.join()

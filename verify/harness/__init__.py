@@ -12,5 +12,5 @@ Example:
 
 from __future__ import annotations
 
-MODULES: tuple[str, ...] = ("common", "context", "static", "tensors", "frames", "task", "timing", "roles", "judge",
-                            "report", "parent")
+MODULES: tuple[str, ...] = ("common", "context", "static", "tensors", "frames", "task", "timing", "builds", "roles",
+                            "judge", "report", "parent")

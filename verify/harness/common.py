@@ -18,7 +18,7 @@ import threading
 import time
 from typing import Any
 
-HARNESS_VERSION = "1.8"
+HARNESS_VERSION = "1.10"
 
 # Attributes whose identity must not change once the candidate is imported (timer and harness patching).
 # (torch.manual_seed is left out: torch._dynamo rebinds it when it is first imported.)
@@ -169,14 +169,29 @@ def changed_identities(before: dict[str, int], after: dict[str, int]) -> list[st
     return sorted(name for name, ident in before.items() if after.get(name) != ident)
 
 
+def thread_origin(thread: threading.Thread) -> str:
+    """The module whose code a Python thread runs: its target's, else its class's (``run`` overridden).
+
+    Example:
+        >>> thread_origin(threading.current_thread())
+        'threading'
+    """
+    target = getattr(thread, "_target", None)
+    function = getattr(target, "__func__", target)
+    module = getattr(function, "__module__", None) if function is not None else type(thread).__module__
+    return str(module or type(thread).__module__)
+
+
 def thread_counts() -> dict[str, Any]:
-    """Python threads (by name) and OS threads of this process."""
+    """Python threads (by name, with the module each runs) and OS threads of this process."""
     try:
         os_threads = len(os.listdir("/proc/self/task"))
     except OSError:
         os_threads = -1
+    threads = threading.enumerate()
     return {
-        "python": sorted(t.name for t in threading.enumerate()),
+        "python": sorted(t.name for t in threads),
+        "origins": {t.name: thread_origin(t) for t in threads},
         "os": os_threads,
     }
 
@@ -202,16 +217,28 @@ class Channel:
             data = data[written:]
 
 
+MEMORY_FRAME = 1 << 31
+"""Set in a frame's name length: its payload is in the shared memory file, at the offset and size that follow."""
+
+
 class BlobChannel:
-    """A second pipe for binary payloads (the references): frames of name length, name, size, bytes.
+    """A second pipe for binary payloads (references, outputs): frames of name length, name, size, bytes.
 
     References never touch the file system, so a candidate compiling at the same time cannot read them.
+    With ``memory`` (an anonymous ``memfd`` the parent created and passed to this child alone), a payload is
+    written there instead and the pipe carries only its name, offset and size (see ``read_blobs``). On the
+    H100 the pipe moved references at about 420 MB/s, 5-7 s for each trial of a large task; on the 2-core CI
+    host, 67M float64 and fp32 elements take 1.98 s through the pipe and 0.38 s through memory.
     """
 
-    def __init__(self, fd: int | None) -> None:
+    def __init__(self, fd: int | None, memory: int | None = None) -> None:
         self._fd = fd
+        self._memory = memory
+        self._memory_end = 0
+        for number in (fd, memory):
+            if number is not None:
+                os.set_inheritable(number, False)
         if fd is not None:
-            os.set_inheritable(fd, False)
             try:
                 import fcntl
 
@@ -230,16 +257,39 @@ class BlobChannel:
             raise RuntimeError("no blob channel: run through the parent")
         encoded = name.encode("utf-8")
         total = sum(memoryview(p).nbytes for p in parts)
-        for part in [len(encoded).to_bytes(4, "little") + encoded + total.to_bytes(8, "little"), *parts]:
+        if self._memory is not None:
+            import mmap
+
+            offset = self._memory_end
+            os.ftruncate(self._memory, offset + total)
+            at = offset
+            for part in parts:
+                view = memoryview(part).cast("B")
+                while view:
+                    written = os.pwrite(self._memory, view, at)
+                    at += written
+                    view = view[written:]
+            self._memory_end = -(-(offset + total) // mmap.ALLOCATIONGRANULARITY) * mmap.ALLOCATIONGRANULARITY
+            frames = [(len(encoded) | MEMORY_FRAME).to_bytes(4, "little") + encoded + offset.to_bytes(8, "little")
+                      + total.to_bytes(8, "little")]
+        else:
+            frames = [len(encoded).to_bytes(4, "little") + encoded + total.to_bytes(8, "little"), *parts]
+        for part in frames:
             view = memoryview(part).cast("B")
             while view:
                 written = os.write(self._fd, view)
                 view = view[written:]
 
 
-def read_blobs(stream: Any) -> dict[str, bytearray]:
-    """Read every frame a ``BlobChannel`` wrote, until end of file (payloads as writable buffers)."""
-    blobs: dict[str, bytearray] = {}
+def read_blobs(stream: Any, memory: int | None = None, copy: bool = False) -> dict[str, Any]:
+    """Read every frame a ``BlobChannel`` wrote, until end of file (payloads as writable buffers).
+
+    A payload in ``memory`` is mapped copy-on-write (no copy), or with ``copy`` read into the parent's own
+    buffer the moment its frame arrives and released from the file: a candidate's process could otherwise
+    rewrite its outputs after sending them, or truncate the file under a mapping (SIGBUS). A memory frame
+    without ``memory``, or one that points outside it, ends the reading as a malformed frame does.
+    """
+    blobs: dict[str, Any] = {}
 
     def payload(n: int) -> bytearray:
         buffer = bytearray(n)
@@ -261,12 +311,49 @@ def read_blobs(stream: Any) -> dict[str, bytearray]:
             got += len(chunk)
         return b"".join(chunks)
 
+    def mapped(offset: int, size: int) -> Any:
+        import mmap
+
+        if memory is None or offset % mmap.ALLOCATIONGRANULARITY or offset + size > os.fstat(memory).st_size:
+            raise EOFError
+        if size == 0:
+            return bytearray()
+        if not copy:
+            return mmap.mmap(memory, size, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE,
+                             offset=offset)
+        buffer = bytearray(size)
+        view, got = memoryview(buffer), 0
+        while got < size:
+            read = os.preadv(memory, [view[got:]], offset + got)
+            if not read:
+                raise EOFError
+            got += read
+        punch_hole(memory, offset, size)
+        return buffer
+
     while True:
         try:
-            name = exactly(int.from_bytes(exactly(4), "little")).decode("utf-8")
-            blobs[name] = payload(int.from_bytes(exactly(8), "little"))
-        except EOFError:
+            length = int.from_bytes(exactly(4), "little")
+            name = exactly(length & ~MEMORY_FRAME).decode("utf-8")
+            if length & MEMORY_FRAME:
+                offset = int.from_bytes(exactly(8), "little")
+                blobs[name] = mapped(offset, int.from_bytes(exactly(8), "little"))
+            else:
+                blobs[name] = payload(int.from_bytes(exactly(8), "little"))
+        except (EOFError, ValueError, OSError):
             return blobs
+
+
+def punch_hole(fd: int, offset: int, size: int) -> bool:
+    """fallocate(PUNCH_HOLE | KEEP_SIZE): give a memory file's pages back once their payload is copied out."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+        return libc.fallocate(fd, 0x02 | 0x01, offset, size) == 0
+    except Exception:
+        return False
 
 
 def die_with_parent() -> bool:

@@ -232,9 +232,9 @@ class ChildProcess:
     """
 
     def __init__(self, argv: list[str], *, role: str, env: dict[str, str], cwd: str | os.PathLike[str],
-                 channel: bool = True, blobs: bool = False) -> None:
+                 channel: bool = True, blobs: bool = False, blob_memory: str | None = None) -> None:
         self.report = ChildReport(role=role)
-        self.blobs: dict[str, bytearray] = {}
+        self.blobs: dict[str, Any] = {}
         self._log_path = Path(cwd) / f"{role}.log"
         self._chunks: list[tuple[float, bytes]] = []
         self._probe_started: float | None = None
@@ -243,7 +243,14 @@ class ChildProcess:
         blob_read, blob_write = os.pipe() if blobs else (None, None)
         if blob_write is not None:
             args += ["--blobs", str(blob_write)]
-        passed = tuple(fd for fd in (write_fd, blob_write) if fd is not None)
+        # "map": the parent maps the payloads (a trusted child's references); "copy": it copies each one out
+        # as its frame arrives (a candidate's outputs, which the candidate could rewrite or truncate later).
+        self._copy_blobs = blob_memory == "copy"
+        self._memory = (os.memfd_create("ka-blobs", os.MFD_CLOEXEC)
+                        if blobs and blob_memory in ("map", "copy") and hasattr(os, "memfd_create") else None)
+        if self._memory is not None:
+            args += ["--blob-memory", str(self._memory)]
+        passed = tuple(fd for fd in (write_fd, blob_write, self._memory) if fd is not None)
         self._started = time.monotonic()
         self._log = open(self._log_path, "wb")  # noqa: SIM115 - closed in wait()
         self.process = subprocess.Popen(
@@ -262,8 +269,13 @@ class ChildProcess:
             self._blob_thread.start()
 
     def _read_blobs(self, read_fd: int) -> None:
-        with os.fdopen(read_fd, "rb", buffering=0) as stream:
-            self.blobs = read_blobs(stream)
+        try:
+            with os.fdopen(read_fd, "rb", buffering=0) as stream:
+                self.blobs = read_blobs(stream, self._memory, copy=self._copy_blobs)
+        finally:
+            if self._memory is not None:
+                os.close(self._memory)
+                self._memory = None
 
     def _read(self, read_fd: int) -> None:
         buffer = b""
@@ -379,6 +391,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--job", help=argparse.SUPPRESS)
     parser.add_argument("--channel", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--blobs", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--blob-memory", type=int, help=argparse.SUPPRESS)
     return parser
 
 
@@ -494,7 +507,7 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
                                              if gate.path else {})))
         trusted = ChildProcess([*python, "--role", "trusted", "--job", str(trusted_job)], role="trusted",
                                env=scrubbed_environment(dict(os.environ), str(trusted_dir)), cwd=trusted_dir,
-                               blobs=True)
+                               blobs=True, blob_memory="map")
         env = candidate_environment(dict(os.environ), str(cand_dir), args.build_dir)
         if args.build_dir:
             job["build_dir"] = str(Path(args.build_dir).resolve())
@@ -507,7 +520,7 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
                                              "wait_timeout_s": args.trusted_timeout + args.compile_timeout + 60
                                              + (gate_timeout if gate.path else 0)}))
         runner: ChildProcess | None = ChildProcess([*python, "--role", "run", "--job", str(run_job)], role="run",
-                                                   env=env, cwd=cand_dir, blobs=True)
+                                                   env=env, cwd=cand_dir, blobs=True, blob_memory="copy")
         # Each child deletes its job file as soon as it has read it; candidate code must find none.
         wait_until(lambda: not (trusted_job.exists() or run_job.exists()), 30.0)
         compile_job = cand_dir / "compile-job.json"
@@ -796,7 +809,7 @@ def main(argv: list[str] | None, embedded: dict[str, Any], script: str) -> int:
     if args.role:
         from verify.harness.roles import child_main
 
-        return child_main(args.role, args.job, args.channel, embedded, args.blobs)
+        return child_main(args.role, args.job, args.channel, embedded, args.blobs, args.blob_memory)
     if args.static_only:
         report = static_report(embedded)
     elif args.profile:

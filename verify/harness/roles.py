@@ -24,6 +24,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from verify.harness.builds import construct_for_build, install_build_memo
 from verify.harness.common import (
     BlobChannel,
     Channel,
@@ -415,9 +416,37 @@ def role_compile(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
     import torch
 
     pin_flags(torch)
+    install_build_memo()
     t0 = time.perf_counter()
-    _load_candidate(torch, embedded, Path(job["work"]), job.get("build_dir"))
+    candidate = _load_candidate(torch, embedded, Path(job["work"]), job.get("build_dir"))
     channel.send("compiled", seconds=time.perf_counter() - t0)
+    if embedded["form"] == "model-new" and job.get("construct", True):
+        t1 = time.perf_counter()
+        task, _ = _load_task(embedded, Path(job["work"]))
+        # Hidden on purpose (a prebuild, or a batch's compile step): the constructor may ask for a GPU and only
+        # then build, so it is told there is one; it cannot reach one.
+        hidden = job.get("device") == "cuda" and os.environ.get("CUDA_VISIBLE_DEVICES") == ""
+        outcome = _bounded(lambda: construct_for_build(candidate, list(task.get_init_inputs()), pretend_gpu=hidden),
+                           job.get("construct_timeout_s", 300))
+        channel.send("constructed", seconds=time.perf_counter() - t1, outcome=outcome)
+
+
+def _bounded(step: Any, seconds: float) -> str:
+    """Run ``step`` in this (main) thread, interrupted by SIGALRM after ``seconds``: a warm-up may not hang."""
+    import signal
+
+    def expire(signum: int, frame: Any) -> None:
+        raise TimeoutError(f"gave up after {seconds:.0f} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return str(step())
+    except TimeoutError as error:
+        return f"TimeoutError: {error}"
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _equal_state(torch: Any, before: dict[str, Any], model: Any) -> list[str]:
@@ -547,6 +576,7 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
     device = job["device"]
     work, shared = Path(job["work"]), Path(job["shared"])
     pin_flags(torch)
+    install_build_memo()
     if device == "cuda" and not job.get("light"):
         _warm_without_kernels(torch, device)
     if job.get("wait_file"):
@@ -848,6 +878,7 @@ def role_profile(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
     device = job["device"]
     work = Path(job["work"])
     pin_flags(torch)
+    install_build_memo()
     task, functional = _load_task(embedded, work)
     if job.get("gate_file"):
         # The CUDA context (and, for torch.profiler, CUPTI's first start) cost seconds and launch no kernel, so
@@ -911,11 +942,11 @@ ROLES = {"trusted": role_trusted, "compile": role_compile, "run": role_run, "pro
 
 
 def child_main(role: str, job_path: str, channel_fd: int | None, embedded: dict[str, Any],
-               blob_fd: int | None = None) -> int:
+               blob_fd: int | None = None, blob_memory_fd: int | None = None) -> int:
     """Entry point of a child process: run ``role`` on the job file, report through the channel."""
     die_with_parent()
     channel = Channel(channel_fd)
-    blobs = BlobChannel(blob_fd)
+    blobs = BlobChannel(blob_fd, blob_memory_fd)
     job = json.loads(Path(job_path).read_text())
     # Seeds live in the job; once read, it is gone, so candidate code cannot read the timed inputs' seeds
     # from a file and precompute their outputs.

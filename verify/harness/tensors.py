@@ -342,7 +342,8 @@ def judge_output(out: Any, ref64: Any, ref32: Any | None, policy: dict[str, Any]
     reference, when it is at most ``fp32_factor`` x the fp32 reference's own error (block maximum over
     ``fp32_block`` elements): a candidate exactly as accurate as PyTorch's fp32 is never wrong. The relative L2
     error must be at most max(max_rel_l2, fp32_l2_factor x the fp32 reference's relative L2 error). Non-finite
-    values where the reference is finite are always wrong. Outputs larger than ``JUDGE_CHUNK`` elements are judged
+    values where the reference is finite are always wrong; where it is NaN only NaN is right, unless the policy
+    says ``nan_reference_undefined`` (inputs off the task's own distribution: see ``trial_policy``). Outputs larger than ``JUDGE_CHUNK`` elements are judged
 chunk by chunk (chunks are whole fp32 blocks), so float64 temporaries stay small; the result is the same. ``bound`` is ``atol/rtol`` when KernelBench's bound
     alone was enough, ``fp32-relative`` when some element or the L2 error needed the fp32 allowance.
 
@@ -366,7 +367,7 @@ chunk by chunk (chunks are whole fp32 blocks), so float64 temporaries stay small
                                               None if flat_32 is None else flat_32[i:i + step], policy, torch),
                         n, step, flat_r) or [_judge_part(flat_o, flat_r, flat_32, policy, torch)]
     counts = {k: sum(p[k] for p in parts) for k in ("mismatches", "outside", "overflowed", "nonfinite_where_finite",
-                                                    "nonfinite")}
+                                                    "nonfinite", "undefined")}
     ref_norm, diff_norm = _norm(p["ref_norm"] for p in parts), _norm(p["diff_norm"] for p in parts)
     rel_l2 = (0.0 if diff_norm == 0.0 else math.inf) if ref_norm == 0.0 else diff_norm / ref_norm
     stats: dict[str, Any] = {
@@ -393,6 +394,7 @@ chunk by chunk (chunks are whole fp32 blocks), so float64 temporaries stay small
         "bound": "fp32-relative" if needed_fp32 else "atol/rtol",
         "nonfinite_where_finite": counts["nonfinite_where_finite"],
         "fp32_overflowed": counts["overflowed"],
+        "undefined": counts["undefined"],
         "passed": bool(mismatches == 0 and l2_ok),
     }
 
@@ -549,10 +551,14 @@ def _judge_part(out: Any, ref64: Any, ref32: Any | None, policy: dict[str, Any],
         nonfinite_where_finite = nonfinite
     else:
         same_special = (o == r) | (torch.isnan(o) & torch.isnan(r))
+        if policy.get("nan_reference_undefined"):
+            same_special = same_special | torch.isnan(r)
         ok = (ok & finite_o & finite_r) | (~finite_r & same_special)
         nonfinite_where_finite = int(torch.count_nonzero(~finite_o & finite_r))
+    undefined = int(torch.count_nonzero(torch.isnan(r))) if policy.get("nan_reference_undefined") and not all_finite_r else 0
     part = {"mismatches": ok.numel() - int(torch.count_nonzero(ok)), "outside": kb.numel() - int(torch.count_nonzero(kb)),
-            "overflowed": overflowed, "nonfinite_where_finite": nonfinite_where_finite, "nonfinite": nonfinite}
+            "overflowed": overflowed, "nonfinite_where_finite": nonfinite_where_finite, "nonfinite": nonfinite,
+            "undefined": undefined}
     del kb, ok
     if not all_finite_r:
         o, r = o[finite_r], r[finite_r]

@@ -1,0 +1,191 @@
+"""The build memo and the compile step's construction (``verify/harness/builds.py``), with real ninja builds."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from batch_testing import BROKEN_WITH_FALLBACK, EXTENSION_IN_INIT, job
+
+from verify.batch.build_cache import BuildCache, detect_toolchain
+from verify.harness.builds import (
+    construct_for_build,
+    install_build_memo,
+    looks_like_compiler_error,
+    ninja_key,
+)
+from verify.pipeline import verify_jobs
+from verify.runner import VerifyOptions
+
+REPO = Path(__file__).resolve().parents[2]
+OPTIONS = VerifyOptions(trials=2, device="cpu", target_seconds=0.05, shape_probe=False)
+BROKEN = "torch::Tensor f(torch::Tensor x) { return no_such_function(x); }"
+FINE = "torch::Tensor f(torch::Tensor x) { return x + 1; }"
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        ("main.cpp:3:40: error: 'no_such_function' was not declared in this scope", True),
+        ('kernel.cu(12): error: identifier "blockDimx" is undefined', True),
+        ("ptxas error   : Entry function '_Z3fooPf' uses too much shared data", True),
+        ("main.o: undefined reference to `foo()'", True),
+        (
+            "Error building extension 'x': FAILED: cuda.cuda.o\nninja: build stopped: subcommand failed.",
+            False,
+        ),
+        ("Error building extension 'x': nvcc error : 'cicc' died due to signal 9 (Kill signal)", False),
+        ("main.cpp:3: error: x\nc++: fatal error: Killed signal terminated program cc1plus", False),
+    ],
+)
+def test_only_a_compiler_diagnostic_counts_as_a_failure_to_remember(message: str, expected: bool) -> None:
+    assert looks_like_compiler_error(message) is expected
+
+
+def test_the_key_covers_the_ninja_file_and_every_source_it_names(tmp_path: Path) -> None:
+    source = tmp_path / "main.cpp"
+    source.write_text(FINE)
+    ninja = tmp_path / "build.ninja"
+    ninja.write_text(f"rule compile\n  command = c++ $in -o $out\nbuild main.o: compile {source}\n")
+    first = ninja_key(tmp_path)
+    assert first is not None and ninja_key(tmp_path) == first
+    source.write_text(BROKEN)
+    assert ninja_key(tmp_path) != first
+    source.write_text(FINE)
+    ninja.write_text(ninja.read_text().replace("c++", "c++ -O3"))
+    assert ninja_key(tmp_path) not in (first, None)
+
+
+@pytest.fixture
+def memo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    from torch.utils import cpp_extension
+
+    monkeypatch.setattr(cpp_extension, "_run_ninja_build", cpp_extension._run_ninja_build)
+    folder = tmp_path / "failed-builds"
+    assert install_build_memo(folder)
+    assert install_build_memo(folder), "installing twice keeps one wrapper"
+    return folder
+
+
+SECOND_PROCESS = """
+import sys
+from pathlib import Path
+from torch.utils.cpp_extension import load_inline
+sys.path.insert(0, {repo!r})
+from verify.harness.builds import install_build_memo
+install_build_memo(Path({memo!r}))
+try:
+    load_inline(name="ka_memo_broken", cpp_sources=[{source!r}], functions=["f"], build_directory={build!r})
+except RuntimeError as error:
+    print(error)
+"""
+
+
+@pytest.mark.slow
+def test_a_build_the_compiler_rejected_fails_again_at_once_in_the_next_process(
+    memo: Path, tmp_path: Path
+) -> None:
+    from torch.utils.cpp_extension import load_inline
+
+    build = tmp_path / "build"
+    build.mkdir()
+    with pytest.raises(RuntimeError, match="no_such_function") as first:
+        load_inline(name="ka_memo_broken", cpp_sources=[BROKEN], functions=["f"], build_directory=str(build))
+    assert "failed before" not in str(first.value)
+    assert [p.suffix for p in memo.iterdir()] == [".json"]
+    # A ninja that leaves a trace: the next process must not run it.
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "ninja").write_text(
+        f'#!/bin/sh\n[ "$1" = --version ] && echo 1.11.1 && exit 0\ntouch {tmp_path / "ninja-ran"}\nexit 1\n'
+    )
+    (tools / "ninja").chmod(0o755)
+    script = SECOND_PROCESS.format(repo=str(REPO), memo=str(memo), source=BROKEN, build=str(build))
+    env = os.environ | {"PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert "no_such_function" in done.stdout, done.stderr[-2000:]
+    assert "failed before with a compiler error; it is not run again" in done.stdout
+    assert not (tmp_path / "ninja-ran").exists()
+
+
+@pytest.mark.slow
+def test_changed_code_in_the_same_folder_is_built_and_an_honest_build_leaves_no_record(
+    memo: Path, tmp_path: Path
+) -> None:
+    from torch.utils.cpp_extension import load_inline
+
+    build = tmp_path / "build"
+    build.mkdir()
+    with pytest.raises(RuntimeError):
+        load_inline(name="ka_memo_fixed", cpp_sources=[BROKEN], functions=["f"], build_directory=str(build))
+    module = load_inline(
+        name="ka_memo_fixed", cpp_sources=[FINE], functions=["f"], build_directory=str(build)
+    )
+    import torch
+
+    assert module.f(torch.zeros(2)).tolist() == [1.0, 1.0]
+    assert len(list(memo.iterdir())) == 1
+
+
+def _toolchain_cache(tmp_path: Path) -> BuildCache:
+    return BuildCache(tmp_path / "builds", detect_toolchain())
+
+
+@pytest.mark.slow
+def test_the_prebuild_builds_what_the_constructor_compiles_and_remembers_what_fails(tmp_path: Path) -> None:
+    cache = _toolchain_cache(tmp_path)
+    init_job, broken_job = job("init", kernel=EXTENSION_IN_INIT), job("broken", kernel=BROKEN_WITH_FALLBACK)
+    built = cache.ensure(init_job, OPTIONS)
+    assert built.state == "built", built.error
+    libraries = list((built.entry / "torch_extensions").rglob("ka_batch_test_relu_linear_init*.so"))
+    assert libraries, "the prebuild constructed ModelNew, so its load_inline build is in the cache entry"
+    broken = cache.ensure(broken_job, OPTIONS)
+    assert broken.state == "built", "the candidate catches its own build error: the prebuild itself succeeds"
+    records = list((broken.entry / "failed-builds").glob("*.json"))
+    assert len(records) == 1 and "no_such_function" in json.loads(records[0].read_text())["message"]
+
+    reports: dict[str, dict[str, Any]] = {}
+    verify_jobs(
+        [init_job, broken_job],
+        OPTIONS,
+        lambda j, r: reports.__setitem__(j.key, r),
+        gpus=1,
+        build_cache=tmp_path / "builds",
+    )
+    for key in ("init", "broken"):
+        report = reports[key]
+        assert report["batch"]["build"]["state"] == "hit"
+        assert report["checks"]["correctness"]["verdict"] == "pass", report.get("error")
+        assert ["compile", "constructed"] in [event[1:] for event in report["timeline"]]
+    assert "it is not run again" in reports["broken"]["log"], "the script's own steps met the memo, not ninja"
+    assert os.listdir(broken.entry / "failed-builds") == [records[0].name]
+
+
+class _Recorder:
+    seen: list[bool] = []
+
+    class ModelNew:
+        def __init__(self, n: int) -> None:
+            import torch
+
+            _Recorder.seen.append(torch.cuda.is_available())
+            if torch.cuda.is_available():
+                raise RuntimeError("No CUDA GPUs are available")  # what .cuda() says with the GPU hidden
+
+
+def test_the_constructor_is_told_of_a_gpu_only_when_hidden_on_purpose_and_the_truth_comes_back() -> None:
+    import torch
+
+    real = torch.cuda.is_available()
+    _Recorder.seen.clear()
+    assert construct_for_build(_Recorder, [4], pretend_gpu=True) == "RuntimeError: No CUDA GPUs are available"
+    assert torch.cuda.is_available() is real
+    outcome = construct_for_build(_Recorder, [4])
+    assert _Recorder.seen == [True, real] and outcome == ("constructed" if not real else outcome)

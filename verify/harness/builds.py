@@ -1,0 +1,158 @@
+"""Builds that failed once fail at once: a memo of torch extension builds the compiler rejected.
+
+A kernel whose own CUDA code does not compile (several of CUDA-L1's do, and catch the error to fall back to
+PyTorch) is built again by every process that loads it: the prebuild, the script's compile step, the run
+child inside the GPU gate and the profile. On the H100 that was 13-39 s of the gate for 8 of 36 CUDA-L1
+kernels. The failure is a property of the build's sources, flags and toolchain, so the first one is recorded
+under a hash of ``build.ninja`` and of every source file it names, and a later build of exactly that raises
+the same ``RuntimeError`` at once. A build that was killed (a signal, out of memory, a full disk) is never
+recorded: only an error the compiler printed. The memo lives beside ``TORCH_EXTENSIONS_DIR``, so in a batch
+it belongs to the kernel's own build-cache entry and in a single verification to its temporary folder.
+
+Example:
+    >>> looks_like_compiler_error("error: identifier 'x' is undefined")
+    True
+    >>> looks_like_compiler_error("ninja: build stopped: interrupted by user. Killed")
+    False
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+MEMO_FOLDER = "failed-builds"
+"""The memo's folder, beside the candidate's ``TORCH_EXTENSIONS_DIR``."""
+
+SOURCE_SUFFIXES = (".cpp", ".cc", ".cxx", ".c", ".cu", ".cuh", ".h", ".hpp")
+
+_COMPILER_ERROR = re.compile(r"\berror\b\s*:|: error\b|undefined reference to|ld returned \d+ exit status")
+_KILLED = re.compile(
+    r"\bKilled\b|\bTerminated\b|out of memory|No space left|interrupted|signal \d+", re.IGNORECASE
+)
+
+
+def looks_like_compiler_error(message: str) -> bool:
+    """Whether a failed build's output holds a compiler's or linker's diagnostic and no sign of a kill.
+
+    torch's own prefix ("Error building extension") is not a diagnostic: a compiler killed for memory
+    leaves only that and ninja's "subcommand failed", and is built again next time.
+    """
+    return bool(_COMPILER_ERROR.search(message)) and not _KILLED.search(message)
+
+
+def ninja_key(build_directory: str | Path) -> str | None:
+    """A hash of ``build.ninja`` and of every source file its ``build`` lines name (None without the file).
+
+    Example:
+        >>> ninja_key("/nonexistent") is None
+        True
+    """
+    folder = Path(build_directory)
+    try:
+        text = (folder / "build.ninja").read_bytes()
+    except OSError:
+        return None
+    digest = hashlib.sha256(text)
+    for line in text.decode("utf-8", "replace").splitlines():
+        if not line.startswith("build ") or ": " not in line:
+            continue
+        for token in line.split(": ", 1)[1].split()[1:]:
+            path = Path(token.replace("$ ", " "))
+            path = path if path.is_absolute() else folder / path
+            if path.suffix in SOURCE_SUFFIXES and path.is_file():
+                digest.update(b"\0" + token.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def memo_folder() -> Path | None:
+    """Where this process's failed builds are recorded: beside ``TORCH_EXTENSIONS_DIR`` (None when unset)."""
+    extensions = os.environ.get("TORCH_EXTENSIONS_DIR")
+    return Path(extensions).parent / MEMO_FOLDER if extensions else None
+
+
+def install_build_memo(folder: Path | None = None) -> bool:
+    """Wrap torch's ninja build so a build that failed with a compiler error before fails again at once.
+
+    Returns whether the wrapper is in place (False without a memo folder or without torch's JIT builder).
+    """
+    folder = folder or memo_folder()
+    if folder is None:
+        return False
+    try:
+        from torch.utils import cpp_extension
+    except ImportError:
+        return False
+    build = getattr(cpp_extension, "_run_ninja_build", None)
+    if build is None or getattr(build, "ka_memo", False):
+        return build is not None
+
+    def memo_build(build_directory: str, verbose: bool, error_prefix: str) -> None:
+        key = ninja_key(build_directory)
+        record = folder / f"{key}.json" if key else None
+        if record is not None and record.is_file():
+            try:
+                message = json.loads(record.read_text(encoding="utf-8"))["message"]
+            except (OSError, ValueError, KeyError, TypeError):
+                message = None
+            if isinstance(message, str):
+                raise RuntimeError(
+                    f"{message}\n[kernel-archive: this exact build failed before with a compiler "
+                    "error; it is not run again]"
+                )
+        try:
+            build(build_directory, verbose, error_prefix)
+        except RuntimeError as error:
+            if record is not None and looks_like_compiler_error(str(error)):
+                _write_record(record, str(error))
+            raise
+
+    memo_build.ka_memo = True  # type: ignore[attr-defined]
+    cpp_extension._run_ninja_build = memo_build
+    return True
+
+
+def _write_record(record: Path, message: str) -> None:
+    try:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        partial = record.with_name(f".{record.name}.{os.getpid()}")
+        partial.write_text(json.dumps({"message": message[-20000:]}), encoding="utf-8")
+        os.replace(partial, record)
+    except OSError:
+        pass
+
+
+def construct_for_build(module: Any, init_inputs: list[Any], pretend_gpu: bool = False) -> str:
+    """Construct ``module.ModelNew(*init_inputs)`` once so builds it starts in ``__init__`` land in the cache.
+
+    25 of 142 CUDA-L1 kernels on the H100 compiled in their constructor, inside the GPU gate (873 s of its
+    3,103 s), 22 of them only ``if torch.cuda.is_available()``. The compile step constructs the model before
+    the gate with the GPU hidden and, with ``pretend_gpu``, ``torch.cuda.is_available()`` answering True for
+    the constructor's sake. A constructor that then touches the GPU fails here, which is fine: what it built
+    before failing stays built. Returns what happened, for the log.
+
+    Example:
+        >>> class Module:
+        ...     class ModelNew:
+        ...         def __init__(self, n):
+        ...             import torch
+        ...             self.saw_gpu = torch.cuda.is_available()
+        >>> construct_for_build(Module, [3])
+        'constructed'
+    """
+    import torch
+
+    real = torch.cuda.is_available
+    if pretend_gpu:
+        torch.cuda.is_available = lambda: True
+    try:
+        module.ModelNew(*init_inputs)
+    except Exception as error:  # noqa: BLE001 - candidate code; any failure only means less was warmed
+        return f"{type(error).__name__}: {error}"[:300]
+    finally:
+        torch.cuda.is_available = real
+    return "constructed"
