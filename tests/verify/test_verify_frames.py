@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
 
 import pytest
 import torch
@@ -73,19 +72,13 @@ def test_a_large_reference_crosses_a_real_pipe_intact() -> None:
 
 
 def _through(channel_memory: bool, reader_memory: bool, send: object, copy: bool = False) -> dict[str, object]:
+    """Everything ``send`` writes, then read: payloads in memory leave only headers in the pipe, so no thread."""
     read_fd, write_fd = os.pipe()
     memory = os.memfd_create("ka-test", os.MFD_CLOEXEC)
-    got: dict[str, object] = {}
-
-    def reader() -> None:
-        with os.fdopen(read_fd, "rb", buffering=0) as stream:
-            got.update(read_blobs(stream, memory if reader_memory else None, copy=copy))
-
-    thread = threading.Thread(target=reader)
-    thread.start()
     send(BlobChannel(write_fd, memory if channel_memory else None))  # type: ignore[operator]
     os.close(write_fd)
-    thread.join(timeout=60)
+    with os.fdopen(read_fd, "rb", buffering=0) as stream:
+        got = read_blobs(stream, memory if reader_memory else None, copy=copy)
     os.close(memory)
     return got
 
@@ -130,17 +123,19 @@ def test_a_memory_frame_without_the_memory_or_outside_it_ends_the_reading() -> N
 
 @pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="memfd_create is Linux-only")
 def test_a_candidates_outputs_are_copied_out_on_arrival_and_their_pages_released() -> None:
-    out = torch.randn(2_000_000)
-    seen: dict[str, int] = {}
-
-    def send(channel: BlobChannel) -> None:
-        channel.send_parts("out-0", pack_groups(torch, {"outputs": [out]}))
-        time.sleep(0.5)  # the parent has copied the frame by now
-        seen["blocks"] = os.fstat(channel._memory).st_blocks  # type: ignore[arg-type]
-        os.pwrite(channel._memory, b"\xff" * 4096, 4096)  # type: ignore[arg-type]  # rewritten after sending
-
-    got = _through(True, True, send, copy=True)
+    out = torch.randn(20_000)  # small enough for the pipe's buffer: sent in full before anything reads
+    read_fd, write_fd = os.pipe()
+    memory = os.memfd_create("ka-test", os.MFD_CLOEXEC)
+    channel = BlobChannel(write_fd, memory)
+    channel.send_parts("out-0", pack_groups(torch, {"outputs": [out]}))
+    os.close(write_fd)
+    assert os.fstat(memory).st_blocks * 512 >= out.numel() * 4
+    with os.fdopen(read_fd, "rb", buffering=0) as stream:
+        got = read_blobs(stream, memory, copy=True)
+    os.pwrite(memory, b"\xff" * 4096, 4096)  # the candidate rewrites its outputs after sending them
+    blocks = os.fstat(memory).st_blocks
+    os.close(memory)
     assert isinstance(got["out-0"], bytearray)
-    outputs = unpack_groups(torch, got["out-0"])  # type: ignore[arg-type]
+    outputs = unpack_groups(torch, got["out-0"])
     assert outputs is not None and torch.equal(outputs["outputs"][0], out)
-    assert seen["blocks"] * 512 < out.numel() * 4 // 4, "the copied payload's pages went back"
+    assert blocks * 512 <= 2 * 4096, "the copied payload's pages went back (only the rewritten page is held)"
