@@ -928,11 +928,17 @@ def _with_new_thread(ev: Evidence, name: str, origin: str) -> None:
                                                                                         name: origin}}
 
 
+SITE = "/venv/lib/python3.12/site-packages"
+
+
 @pytest.mark.parametrize(("name", "origin", "verdict", "status"), [
-    ("InductorSubproc", "torch._inductor.compile_worker.subproc_pool", "warn", "passed"),
-    ("tqdm_monitor", "tqdm._monitor", "warn", "passed"),
-    ("InductorSubproc", "ka_candidate", "fail", "failed"),  # a library's name on the candidate's own code
-    ("ThreadPoolExecutor-0_0", "concurrent.futures.thread", "fail", "failed"),  # runs whatever it is given
+    ("InductorSubproc", f"torch._inductor.compile_worker.subproc_pool:{SITE}/torch/_inductor/compile_worker/"
+                        "subproc_pool.py", "warn", "passed"),
+    ("tqdm_monitor", f"tqdm._monitor:{SITE}/tqdm/_monitor.py", "warn", "passed"),
+    ("InductorSubproc", "ka_candidate:/tmp/ka/cand/ka_candidate.py", "fail", "failed"),  # a library's thread name
+    ("InductorSubproc", "torch._inductor.x:/tmp/ka/cand/ka_candidate.py", "fail", "failed"),  # __module__ reassigned
+    ("ThreadPoolExecutor-0_0", "concurrent.futures.thread:/usr/lib/python3.12/concurrent/futures/thread.py",
+     "fail", "failed"),  # runs whatever it is given
     ("worker", "", "fail", "failed"),  # a report without origins (older harness, or hidden)
 ])
 def test_library_threads_warn_and_the_candidates_own_threads_fail(name: str, origin: str, verdict: str,
@@ -959,10 +965,13 @@ def test_thread_origin_names_the_module_a_thread_runs() -> None:
     stop = threading.Event()
     worker = threading.Thread(target=loop, args=(stop,), name="ka-test-worker")
     worker.start()
+    here = f"{__name__}:{__file__}"
     try:
-        assert thread_origin(worker) == __name__
-        assert thread_counts()["origins"]["ka-test-worker"] == __name__
-        assert thread_origin(Monitor()) == __name__
+        assert thread_origin(worker) == here
+        assert thread_counts()["origins"]["ka-test-worker"] == here
+        assert thread_origin(Monitor()) == here
+        loop.__module__ = "torch._inductor.fake"  # a reassigned module keeps the file it came from
+        assert thread_origin(worker) == f"torch._inductor.fake:{__file__}"
     finally:
         stop.set()
         worker.join()

@@ -172,14 +172,22 @@ def changed_identities(before: dict[str, int], after: dict[str, int]) -> list[st
 def thread_origin(thread: threading.Thread) -> str:
     """The module whose code a Python thread runs: its target's, else its class's (``run`` overridden).
 
+    The module's name is followed by the file its code object comes from (``module:file``): a function's
+    ``__module__`` can be reassigned, its code's file only by building a new code object.
+
     Example:
-        >>> thread_origin(threading.current_thread())
+        >>> thread_origin(threading.current_thread()).split(":")[0]
         'threading'
     """
     target = getattr(thread, "_target", None)
     function = getattr(target, "__func__", target)
-    module = getattr(function, "__module__", None) if function is not None else type(thread).__module__
-    return str(module or type(thread).__module__)
+    if function is None:
+        function = getattr(type(thread).run, "__func__", type(thread).run)
+        module = type(thread).__module__
+    else:
+        module = getattr(function, "__module__", None) or type(thread).__module__
+    code = getattr(function, "__code__", None)
+    return f"{module}:{getattr(code, 'co_filename', '?')}"
 
 
 def thread_counts() -> dict[str, Any]:

@@ -1007,10 +1007,26 @@ def wall_event_gap(cand: dict[str, Any] | None, references: list[dict[str, Any] 
     return mine_median > allowed, detail, host_bound
 
 
-LIBRARY_THREAD_MODULES: tuple[str, ...] = ("torch._inductor.", "torch._dynamo.", "tqdm.")
-"""Modules whose threads are libraries' own. ``torch.compile`` (Inductor) starts ``InductorSubproc``,
-``subproc_worker_timer`` and tqdm's ``tqdm_monitor``: six honest CUDA-L1 kernels failed on them alone with
-harness 1.9. ``concurrent.futures`` and ``threading`` are not here: their threads run the candidate's work."""
+LIBRARY_THREAD_MODULES: dict[str, str] = {"torch._inductor.": "/torch/_inductor/", "torch._dynamo.": "/torch/_dynamo/",
+                                           "tqdm.": "/tqdm/"}
+"""Modules whose threads are libraries' own, with the folder their code must come from. ``torch.compile``
+(Inductor) starts ``InductorSubproc``, ``subproc_worker_timer`` and tqdm's ``tqdm_monitor``: six honest CUDA-L1
+kernels failed on them alone with harness 1.9. ``concurrent.futures`` and ``threading`` are not here: their
+threads run the candidate's work."""
+
+
+def library_thread(origin: str) -> bool:
+    """Whether a thread's origin (``module:file``, from ``thread_origin``) is one of ``LIBRARY_THREAD_MODULES``.
+
+    Example:
+        >>> library_thread("tqdm._monitor:/venv/lib/python3.12/site-packages/tqdm/_monitor.py")
+        True
+        >>> library_thread("tqdm._monitor:/tmp/ka/cand/ka_candidate.py")
+        False
+    """
+    module, _, path = origin.partition(":")
+    return any(module.startswith(prefix) and folder in path.replace("\\", "/")
+               for prefix, folder in LIBRARY_THREAD_MODULES.items())
 
 
 def check_threads(ev: Evidence) -> dict[str, Any]:
@@ -1033,7 +1049,7 @@ def check_threads(ev: Evidence) -> dict[str, Any]:
             continue
         new_python = sorted(set(after["python"]) - set(base["python"]))
         origins = after.get("origins") or {}
-        library = [n for n in new_python if str(origins.get(n, "")).startswith(LIBRARY_THREAD_MODULES)]
+        library = [n for n in new_python if library_thread(str(origins.get(n, "")))]
         own = [n for n in new_python if n not in library]
         if own:
             verdict = "fail"
@@ -1041,7 +1057,7 @@ def check_threads(ev: Evidence) -> dict[str, Any]:
         if library:
             verdict = _worst(verdict, "warn")
             lines.insert(0, f"{where}: library threads started: "
-                            + ", ".join(f"{n} ({origins[n]})" for n in library)
+                            + ", ".join(f"{n} ({str(origins[n]).split(':')[0]})" for n in library)
                             + " (torch.compile's compile workers and progress monitor, not the candidate's code; "
                               "work they finished late would still show in the outputs and the wall-clock timing)")
         if before and after["os"] > before["os"] > 0:
