@@ -182,7 +182,7 @@ def thread_origin(thread: threading.Thread) -> str:
     target = getattr(thread, "_target", None)
     function = getattr(target, "__func__", target)
     if function is None:
-        function = getattr(type(thread).run, "__func__", type(thread).run)
+        function = type(thread).run
         module = type(thread).__module__
     else:
         module = getattr(function, "__module__", None) or type(thread).__module__
@@ -352,14 +352,27 @@ def read_blobs(stream: Any, memory: int | None = None, copy: bool = False) -> di
             return blobs
 
 
+def _libc() -> Any:
+    """This process's C library through ctypes, loaded once (``errno`` kept for the caller)."""
+    global _LIBC
+    if _LIBC is None:
+        import ctypes
+
+        _LIBC = ctypes.CDLL(None, use_errno=True)
+    return _LIBC
+
+
+_LIBC: Any = None
+
+
 def punch_hole(fd: int, offset: int, size: int) -> bool:
     """fallocate(PUNCH_HOLE | KEEP_SIZE): give a memory file's pages back once their payload is copied out."""
     try:
         import ctypes
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
-        return libc.fallocate(fd, 0x02 | 0x01, offset, size) == 0
+        fallocate = _libc().fallocate
+        fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+        return fallocate(fd, 0x02 | 0x01, offset, size) == 0
     except Exception:
         return False
 
@@ -370,11 +383,9 @@ def die_with_parent() -> bool:
     A batch killed mid-kernel must not leave children waiting on the GPU for their timeouts.
     """
     try:
-        import ctypes
         import signal
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(1, int(signal.SIGKILL), 0, 0, 0) != 0:
+        if _libc().prctl(1, int(signal.SIGKILL), 0, 0, 0) != 0:
             return False
     except Exception:
         return False
@@ -386,10 +397,7 @@ def die_with_parent() -> bool:
 def make_non_dumpable() -> bool:
     """prctl(PR_SET_DUMPABLE, 0): same-user processes can no longer ptrace or read this process's memory."""
     try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(4, 0, 0, 0, 0) == 0
+        return _libc().prctl(4, 0, 0, 0, 0) == 0
     except Exception:
         return False
 

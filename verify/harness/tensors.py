@@ -546,16 +546,18 @@ def _judge_part(out: Any, ref64: Any, ref32: Any | None, policy: dict[str, Any],
     ok = kb
     if ref32 is not None:
         ok = kb | (diff <= fp32_error_bound(r, ref32, policy["fp32_factor"], policy["fp32_block"]))
+    undefined = 0
     if all_finite_r:
         ok = ok & finite_o
         nonfinite_where_finite = nonfinite
     else:
-        same_special = (o == r) | (torch.isnan(o) & torch.isnan(r))
+        nan_r = torch.isnan(r)
+        same_special = (o == r) | (torch.isnan(o) & nan_r)
         if policy.get("nan_reference_undefined"):
-            same_special = same_special | torch.isnan(r)
+            same_special = same_special | nan_r
+            undefined = int(torch.count_nonzero(nan_r))
         ok = (ok & finite_o & finite_r) | (~finite_r & same_special)
         nonfinite_where_finite = int(torch.count_nonzero(~finite_o & finite_r))
-    undefined = int(torch.count_nonzero(torch.isnan(r))) if policy.get("nan_reference_undefined") and not all_finite_r else 0
     part = {"mismatches": ok.numel() - int(torch.count_nonzero(ok)), "outside": kb.numel() - int(torch.count_nonzero(kb)),
             "overflowed": overflowed, "nonfinite_where_finite": nonfinite_where_finite, "nonfinite": nonfinite,
             "undefined": undefined}
