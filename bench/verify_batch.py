@@ -3,7 +3,7 @@
 Targets (issue 13), one H100 machine, CUDA-L1 H100 kernels: >= 20 kernels/min with a cold build cache,
 >= 120/min warm; the same honest kernel verified alone and inside the batch gets the same verdict and a
 kernel time within 3%; a batch killed at a random point and restarted verifies every kernel exactly once.
-With ``--scaling`` (a machine with several GPUs) the warm pass runs on one GPU and then on all of them.
+With ``--scaling`` (a machine with several GPUs) the warm pass runs on all of them, then on the first alone.
 
     python tests/gpu/copy_gpu_data.py                       # once, where ../shared/data exists
     python bench/verify_batch.py --limit 8 --budget-s 200 --json
@@ -17,7 +17,8 @@ them as ``verifications`` rows of the matching archive kernels later.
 The kernels are a seeded random sample of the file's kernels with code (``--all``: every one);
 ``--budget-s`` bounds the whole run: the cold pass gets half of it, the warm pass a quarter (no kernel
 starts after its pass's share; those finished count), the checks the rest; with ``--no-warm`` the cold
-pass gets 85%.
+pass gets 85%. A kernel started before its pass's share ran out finishes, however long it takes, unless
+``--grace-s`` is given: the kernels still running that long after the share are stopped, unreported.
 
 A whole release does not fit one device call, so a run can go on in the next one: ``--resume`` keeps
 ``OUT/reports-cold.jsonl`` and verifies only the kernels it does not hold yet, and ``--build-cache DIR``
@@ -57,8 +58,8 @@ DATA_FILES = (REPO / ".gpu_data" / "cuda-l1-h100-all.jsonl", REPO.parent / "shar
 NO_CODE = {None, "", "None"}
 
 
-def load_jobs(path: Path, limit: int | None, seed: int) -> list[VerifyJob]:
-    """CUDA-L1 records with code as jobs (key ``L<level>-T<task>``), a seeded sample of ``limit``."""
+def load_jobs(path: Path, limit: int | None, seed: int, only: set[str] | None = None) -> list[VerifyJob]:
+    """CUDA-L1 records with code as jobs (key ``L<level>-T<task>``), a seeded sample of ``limit`` (of ``only``)."""
     jobs = []
     for line in path.read_text().splitlines():
         row = json.loads(line)
@@ -69,6 +70,11 @@ def load_jobs(path: Path, limit: int | None, seed: int) -> list[VerifyJob]:
                               meta={"kernel_id": key, "kernel_name": key, "source": "cuda-l1",
                                     "level": row["level_id"], "claimed_speedup": row.get("score_default")},
                               task_key=f"L{row['level_id']}-T{row['task_id']}"))
+    if only is not None:
+        unknown = only - {j.key for j in jobs}
+        if unknown:
+            raise SystemExit(f"--only names kernels {path} does not hold (with code): {', '.join(sorted(unknown))}")
+        jobs = [j for j in jobs if j.key in only]
     if limit is not None and limit < len(jobs):
         jobs = sorted(random.Random(seed).sample(jobs, limit), key=lambda j: j.key)
     return jobs
@@ -108,7 +114,7 @@ def stored_keys(path: Path) -> set[str]:
 
 def run_pass(name: str, jobs: list[VerifyJob], options: VerifyOptions, out: Path, *, gpus: str | None,
              compile_workers: int | None, cache: Path, budget_s: float, resume: bool = False,
-             ray: str | None = None) -> Recorder:
+             ray: str | None = None, grace_s: float | None = None) -> Recorder:
     """One batch over ``jobs`` into ``out/reports-NAME.jsonl`` (with ``resume``, only those it does not hold)."""
     path = out / f"reports-{name}.jsonl"
     done = stored_keys(path) if resume else set()
@@ -119,7 +125,7 @@ def run_pass(name: str, jobs: list[VerifyJob], options: VerifyOptions, out: Path
           file=sys.stderr, flush=True)
     recorder = Recorder(path, len(todo))
     verify_jobs(todo, options, recorder, force=True, gpus=gpus, compile_workers=compile_workers, build_cache=cache,
-                time_budget_s=budget_s, ray=ray)
+                time_budget_s=budget_s, stop_after_s=None if grace_s is None else budget_s + grace_s, ray=ray)
     recorder.stats.finished_at = time.monotonic()
     return recorder
 
@@ -207,6 +213,8 @@ def main() -> int:
                         help="CUDA-L1 release file (JSON Lines)")
     parser.add_argument("--limit", type=int, default=8, help="kernels in the sample")
     parser.add_argument("--all", action="store_true", help="every kernel with code (no sample)")
+    parser.add_argument("--only", type=lambda text: {k.strip() for k in text.split(",") if k.strip()},
+                        help="only these kernels (comma-separated keys such as L1-T98,L3-T43; with --all or --limit)")
     parser.add_argument("--resume", action="store_true",
                         help="keep OUT/reports-cold.jsonl and verify only the kernels it does not hold")
     parser.add_argument("--build-cache", type=Path,
@@ -215,6 +223,9 @@ def main() -> int:
     parser.add_argument("--ray", help="run the passes on this Ray cluster (an address, or local)")
     parser.add_argument("--seed", type=int, default=0, help="sample seed")
     parser.add_argument("--budget-s", type=float, default=200.0, help="about how long the whole benchmark may take")
+    parser.add_argument("--grace-s", type=float,
+                        help="stop the kernels still running this long after their pass's budget (not reported: "
+                             "--resume verifies them again); default: let them finish")
     parser.add_argument("--gpus", help="GPUs (count or ids; default every visible one)")
     parser.add_argument("--compile-workers", type=int, help="builds at once (default cores / 2)")
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"), help="cpu only exercises the logic")
@@ -223,7 +234,7 @@ def main() -> int:
     parser.add_argument("--compile-baseline", action="store_true", help="also time torch.compile (slow)")
     parser.add_argument("--kill-kernels", type=int, default=3, help="kernels in the kill-and-restart check (0: skip)")
     parser.add_argument("--no-alone", dest="alone", action="store_false", help="skip the alone-vs-batch check")
-    parser.add_argument("--scaling", action="store_true", help="warm pass on one GPU, then on every GPU")
+    parser.add_argument("--scaling", action="store_true", help="after the warm pass on every GPU, the same warm pass on the first GPU alone")
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT") or REPO / "bench" / "out" / "verify_batch"))
     parser.add_argument("--json", action="store_true", help="end with one JSON line of the figures")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -234,16 +245,17 @@ def main() -> int:
     if not args.jsonl.is_file():
         parser.error(f"no CUDA-L1 file at {args.jsonl}: run python tests/gpu/copy_gpu_data.py, or pass --jsonl")
     args.out.mkdir(parents=True, exist_ok=True)
-    jobs = load_jobs(args.jsonl, None if args.all else args.limit, args.seed)
+    jobs = load_jobs(args.jsonl, None if args.all else args.limit, args.seed, args.only)
     options = options_of(args)
     t_start = time.monotonic()
     cache = args.build_cache.resolve() if args.build_cache else Path(tempfile.mkdtemp(prefix="ka-bench-builds-"))
     cold = run_pass("cold", jobs, options, args.out, gpus=args.gpus, compile_workers=args.compile_workers,
                     cache=cache, budget_s=args.budget_s * (0.5 if args.warm else 0.85), resume=args.resume,
-                    ray=args.ray)
+                    ray=args.ray, grace_s=args.grace_s)
     finished = [j for j in jobs if j.key in cold.reports]
     warm = run_pass("warm", finished if args.warm else [], options, args.out, gpus=args.gpus,
-                    compile_workers=args.compile_workers, cache=cache, budget_s=args.budget_s * 0.25, ray=args.ray)
+                    compile_workers=args.compile_workers, cache=cache, budget_s=args.budget_s * 0.25, ray=args.ray,
+                    grace_s=args.grace_s)
     result: dict[str, Any] = {
         "n_kernels": len(jobs), "n_stored_before": len(jobs) - cold.stats.total, "n_cold": cold.stats.done,
         "n_warm": warm.stats.done,
@@ -260,7 +272,7 @@ def main() -> int:
 
         all_gpus = parse_gpus(args.gpus)
         one = run_pass("warm-1gpu", finished, options, args.out, gpus=all_gpus[0], compile_workers=1, cache=cache,
-                       budget_s=args.budget_s * 0.25)
+                       budget_s=args.budget_s * 0.25, grace_s=args.grace_s)
         result["scaling"] = {"gpus": len(all_gpus), "per_min_1": one.stats.per_minute(one.stats.finished_at),
                              "per_min_all": result["kernels_per_min_warm"]}
     if args.alone:

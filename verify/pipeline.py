@@ -53,6 +53,7 @@ def verify_jobs(
     arch: str | None = None,
     progress: ProgressSink | None = None,
     time_budget_s: float | None = None,
+    stop_after_s: float | None = None,
 ) -> dict[str, int]:
     """Verify each job not in ``done`` (all of them with ``force``), calling ``on_result(job, report)`` as each finishes.
 
@@ -65,6 +66,8 @@ def verify_jobs(
         arch: the GPU architectures to build for (default: this host's GPUs, or ``TORCH_CUDA_ARCH_LIST``).
         progress: told about each finished kernel.
         time_budget_s: batch only: start no kernel after this many seconds (the rest waits for a resume).
+        stop_after_s: batch only: stop the kernels still running after this many seconds; they are not
+            reported (no verdict, no error), so a resume verifies them again.
 
     Returns:
         How many reports ended in each status (``error`` for a script that gave none).
@@ -72,7 +75,7 @@ def verify_jobs(
     if any(v is not None for v in (gpus, compile_workers, build_cache, ray)):
         return _verify_batch(jobs, options, on_result, done=done, force=force, gpus=gpus,
                              compile_workers=compile_workers, build_cache=build_cache, ray=ray, ray_init=ray_init,
-                             arch=arch, progress=progress, time_budget_s=time_budget_s)
+                             arch=arch, progress=progress, time_budget_s=time_budget_s, stop_after_s=stop_after_s)
     summary: dict[str, int] = {}
     done = () if force else done
     for job in jobs:
@@ -106,6 +109,7 @@ def _verify_batch(
     arch: str | None,
     progress: ProgressSink | None,
     time_budget_s: float | None,
+    stop_after_s: float | None = None,
 ) -> dict[str, int]:
     import time
 
@@ -114,6 +118,7 @@ def _verify_batch(
     from verify.batch.workers import Finished, LocalBatch, default_compile_workers, parse_gpus
 
     deadline = None if time_budget_s is None else time.monotonic() + time_budget_s
+    stop_at = None if stop_after_s is None else time.time() + stop_after_s
     plan = make_plan(jobs, done, force=force)
     summary: dict[str, int] = {}
     if not plan.todo:
@@ -136,10 +141,11 @@ def _verify_batch(
 
         assert toolchain is not None
         run_ray_batch(plan.todo, options, finished, address=ray, cache_root=root, toolchain=toolchain,
-                      build=use_cache, init=ray_init, deadline=deadline)
+                      build=use_cache, init=ray_init, deadline=deadline, stop_at=stop_at)
         return summary
     gpu_ids = parse_gpus(gpus)
     cache = BuildCache(root, toolchain) if use_cache and toolchain is not None else None
     workers = compile_workers or default_compile_workers(len(gpu_ids))
-    LocalBatch(plan.todo, options, gpus=gpu_ids, compile_workers=workers, cache=cache, deadline=deadline).run(finished)
+    LocalBatch(plan.todo, options, gpus=gpu_ids, compile_workers=workers, cache=cache, deadline=deadline,
+               stop_at=stop_at).run(finished)
     return summary

@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,27 +67,41 @@ class VerifyError(RuntimeError):
     """The script could not produce a report (interpreter missing, script crashed, no JSON)."""
 
 
+class BatchStopped(RuntimeError):
+    """The script was stopped at its batch's hard time limit (``stop_at``): no verdict, and no error either;
+    a resumed batch verifies the kernel again."""
+
+
 def run_script(script: Path, options: VerifyOptions, *, build_dir: str | os.PathLike[str] | None = None,
-               env: dict[str, str] | None = None) -> dict[str, Any]:
+               env: dict[str, str] | None = None, stop_at: float | None = None) -> dict[str, Any]:
     """Run an eval script and return its JSON report.
 
     ``build_dir``: a build-cache entry the kernel is built in (reused when already built); ``env``: variables
-    set for the script on top of this process's (e.g. ``CUDA_VISIBLE_DEVICES`` of one GPU).
+    set for the script on top of this process's (e.g. ``CUDA_VISIBLE_DEVICES`` of one GPU); ``stop_at``: a
+    ``time.time()`` at which a batch stops the script whatever it is doing.
 
     Raises:
         VerifyError: no report came back; the message carries the script's last output.
+        BatchStopped: ``stop_at`` came first.
     """
+    timeout = options.timeout()
+    if stop_at is not None:
+        if stop_at - time.time() <= 0:
+            raise BatchStopped("the batch's time limit had passed before the eval script started")
+        timeout = min(timeout, stop_at - time.time())
     with tempfile.TemporaryDirectory(prefix="ka-verify-report-") as folder:
         report_path = Path(folder) / "report.json"
         command = [options.python, str(script), "--json", "--report", str(report_path), *options.arguments()]
         if build_dir is not None:
             command += ["--build-dir", str(build_dir)]
         try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=options.timeout(),
+            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
                                   stdin=subprocess.DEVNULL, env={**os.environ, **env} if env else None)
         except FileNotFoundError as error:
             raise VerifyError(f"cannot run {options.python!r}: {error}; pass --python PATH to a Python with torch") from None
         except subprocess.TimeoutExpired:
+            if timeout < options.timeout():
+                raise BatchStopped(f"stopped at the batch's time limit after {timeout:.0f}s") from None
             raise VerifyError(f"the eval script ran past {options.timeout():.0f}s and was stopped") from None
         if not report_path.is_file():
             tail = (done.stderr or done.stdout or "")[-2000:]
@@ -104,10 +119,12 @@ def verify_code(
     meta: dict[str, Any] | None = None,
     build_dir: str | os.PathLike[str] | None = None,
     env: dict[str, str] | None = None,
+    stop_at: float | None = None,
 ) -> dict[str, Any]:
     """Verify code that is not in an archive (a kernel you just generated); returns the report.
 
-    ``build_dir`` and ``env`` are passed to ``run_script`` (the batch pipeline's build cache and GPU).
+    ``build_dir``, ``env`` and ``stop_at`` are passed to ``run_script`` (the batch pipeline's build cache, GPU
+    and hard time limit).
 
     Example:
         >>> # verify_code(open("task.py").read(), open("kernel.cu").read(), "cuda-binding")
@@ -118,7 +135,7 @@ def verify_code(
                          meta=meta or {})
     with tempfile.TemporaryDirectory(prefix="ka-verify-script-") as folder:
         script = write_script(text, Path(folder) / "eval_kernel.py")
-        return run_script(script, options or VerifyOptions(), build_dir=build_dir, env=env)
+        return run_script(script, options or VerifyOptions(), build_dir=build_dir, env=env, stop_at=stop_at)
 
 
 def load_detail(db: str | os.PathLike[str] | None, kernel_id: str) -> Any:

@@ -41,7 +41,8 @@ class FakeVerify:
         self.ran: list[str] = []
         self.lock = threading.Lock()
 
-    def __call__(self, job: VerifyJob, options: Any, *, build: Any, env: dict[str, str]) -> dict[str, Any]:
+    def __call__(self, job: VerifyJob, options: Any, *, build: Any, env: dict[str, str],
+                 stop_at: float | None = None) -> dict[str, Any]:
         with self.lock:
             self.ran.append(job.key)
         return _report("passed")

@@ -111,6 +111,17 @@ def test_hover_columns_show_archive_text_literally_and_missing_as_a_dash() -> No
     assert option["series"][0]["encode"]["tooltip"] == ["task", "speedup", "source", "verifier"]
 
 
+def test_the_dataset_keeps_every_hover_value_with_32_bit_string_offsets() -> None:
+    import pyarrow as pa
+
+    option, _ = map_figure(_points(), "category")
+    (source,) = [d["source"] for d in option["dataset"] if "source" in d]
+    kinds = [f.type.value_type if pa.types.is_dictionary(f.type) else f.type for f in source.schema]
+    assert not any(pa.types.is_large_string(kind) for kind in kinds)
+    assert source.column("kernel").to_pylist() == hover_frame(_points())["kernel"].tolist()
+    assert source.column("task").to_pylist() == hover_frame(_points())["task"].astype(str).tolist()
+
+
 def test_level_colouring_with_a_missing_level_is_not_a_traceback() -> None:
     option, ids = map_figure(_points(), "level")
     assert option["legend"]["data"] == ["level 1", "level 2", "(none)"]

@@ -19,7 +19,7 @@ from verify.batch.progress import summary_table
 from verify.batch.stats import BatchStats, time_shares
 from verify.batch.workers import LocalBatch, parse_gpus
 from verify.pipeline import VerifyJob, verify_jobs
-from verify.runner import VerifyOptions
+from verify.runner import BatchStopped, VerifyError, VerifyOptions, run_script
 
 TOOLCHAIN = Toolchain(torch="2.13.0", cuda="13.0", python="3.11.7", nvcc="V13.0", arch="9.0")
 REPO = Path(__file__).resolve().parents[2]
@@ -144,7 +144,7 @@ class FakeVerify:
         self.most_started: dict[str, int] = {}
 
     def __call__(self, job: VerifyJob, options: VerifyOptions, *, build: BuildResult | None,
-                 env: dict[str, str]) -> dict[str, Any]:
+                 env: dict[str, str], stop_at: float | None = None) -> dict[str, Any]:
         from verify.harness.parent import GpuGate
 
         gpu = env["CUDA_VISIBLE_DEVICES"]
@@ -246,6 +246,55 @@ def test_no_job_starts_after_the_time_budget(tmp_path: Path, monkeypatch: pytest
     LocalBatch(jobs, VerifyOptions(), gpus=["0"], compile_workers=1, cache=None,
                deadline=time.monotonic() + 0.1).run(lambda f: got.append(f.job.key))
     assert sorted(got) == ["k0", "k1"]  # one per slot of the GPU, both started at once
+
+
+def test_a_hard_stop_ends_running_jobs_unreported_and_keeps_the_finished(monkeypatch: pytest.MonkeyPatch) -> None:
+    def verify(job: VerifyJob, options: VerifyOptions, *, build: BuildResult | None, env: dict[str, str],
+               stop_at: float | None = None) -> dict[str, Any]:
+        if job.key == "quick":
+            return {"status": "passed"}
+        assert stop_at is not None
+        time.sleep(max(0.0, stop_at - time.time()))
+        raise BatchStopped("stopped at the batch's time limit")
+
+    monkeypatch.setattr(workers, "verify_one", verify)
+    jobs = [job("quick"), job("slow", kernel=HONEST + "# slow\n"), job("later", kernel=HONEST + "# later\n")]
+    batch = LocalBatch(jobs, VerifyOptions(), gpus=["0"], compile_workers=1, cache=None, slots=1,
+                       stop_at=time.time() + 0.3)
+    got: list[str] = []
+    started = time.monotonic()
+    batch.run(lambda f: got.append(f.job.key))
+    assert got == ["quick"] and batch.stopped == ["slow"]
+    assert time.monotonic() - started < 10
+
+
+def test_a_script_past_the_batch_stop_raises_batch_stopped_not_an_error(tmp_path: Path) -> None:
+    script = tmp_path / "eval_kernel.py"
+    script.write_text("import time\ntime.sleep(60)\n")
+    options = VerifyOptions(device="cpu", python=sys.executable)
+    started = time.monotonic()
+    with pytest.raises(BatchStopped, match="time limit"):
+        run_script(script, options, stop_at=time.time() + 0.5)
+    assert time.monotonic() - started < 30
+    with pytest.raises(BatchStopped, match="had passed"):
+        run_script(script, options, stop_at=time.time() - 1)
+    crashing = tmp_path / "crash.py"
+    crashing.write_text("raise SystemExit(3)\n")
+    with pytest.raises(VerifyError, match="code 3"):
+        run_script(crashing, options, stop_at=time.time() + 60)
+
+
+def test_a_ray_verification_stopped_by_the_batch_returns_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from verify.batch import ray_backend
+
+    def stopped(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        assert kwargs["stop_at"] == 123.0
+        raise BatchStopped("stopped at the batch's time limit")
+
+    monkeypatch.setattr(ray_backend, "verify_one", stopped)
+    result = ray_backend._verify_task(job("a"), VerifyOptions(device="cpu"), str(tmp_path), TOOLCHAIN, None,
+                                      ("b1", "k" * 64), 123.0)
+    assert result is None
 
 
 def test_a_build_stopped_by_the_batch_leaves_no_marker(tmp_path: Path) -> None:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from verify.batch.build_cache import MARKER, BuildCache, BuildResult, Toolchain
 from verify.batch.workers import SLOTS_PER_GPU, Finished, batch_record, gate_environment, verify_one
+from verify.runner import BatchStopped
 
 if TYPE_CHECKING:
     from verify.jobs import VerifyJob
@@ -76,7 +77,8 @@ def _build_task(job: VerifyJob, options: VerifyOptions, root: str, toolchain: To
 
 
 def _verify_task(job: VerifyJob, options: VerifyOptions, root: str, toolchain: Toolchain,
-                 built: tuple[BuildResult, bytes | None] | None, batch: tuple[str, str]) -> Finished:
+                 built: tuple[BuildResult, bytes | None] | None, batch: tuple[str, str],
+                 stop_at: float | None = None) -> Finished | None:
     options.python = sys.executable
     cache = BuildCache(root, toolchain)
     build = None
@@ -92,7 +94,10 @@ def _verify_task(job: VerifyJob, options: VerifyOptions, root: str, toolchain: T
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     env |= gate_environment(str(folder), key, gpu)
     t0 = time.monotonic()
-    report = verify_one(job, options, build=build, env=env)
+    try:
+        report = verify_one(job, options, build=build, env=env, stop_at=stop_at)
+    except BatchStopped:
+        return None
     seconds = time.monotonic() - t0
     report["batch"] = batch_record(build, f"{_node()}:{gpu}", seconds)
     return Finished(job, report, build, gpu, seconds)
@@ -118,12 +123,15 @@ def _node() -> str:
 
 def run_ray_batch(jobs: list[VerifyJob], options: VerifyOptions, on_finished: Callable[[Finished], None], *,
                   address: str, cache_root: str | os.PathLike[str], toolchain: Toolchain, build: bool = True,
-                  init: dict[str, Any] | None = None, deadline: float | None = None) -> None:
+                  init: dict[str, Any] | None = None, deadline: float | None = None,
+                  stop_at: float | None = None) -> None:
     """Verify ``jobs`` on the Ray cluster at ``address`` (``local``: a Ray started here).
 
     Builds are all submitted at once (a CPU node builds ahead of the GPUs); verifications only as GPU slots
     free up, so with a ``deadline`` (``time.monotonic()`` seconds) none starts after it, the builds not yet
     needed are cancelled and the call returns when the running verifications end, as the local batch does.
+    With ``stop_at`` (a ``time.time()``; the nodes' clocks are assumed in step) the verifications still
+    running then stop on their nodes and are not reported.
     """
     import ray
 
@@ -149,14 +157,15 @@ def run_ray_batch(jobs: list[VerifyJob], options: VerifyOptions, on_finished: Ca
                 queue.clear()
             while queue and len(pending) < window:
                 job, built_ref = queue.popleft()
-                pending[verify_remote.remote(job, options, root, toolchain, built_ref, batch)] = job
+                pending[verify_remote.remote(job, options, root, toolchain, built_ref, batch, stop_at)] = job
             if not pending:
                 break
             timeout = None if deadline is None or not queue else max(0.05, deadline - time.monotonic())
             ready, _ = ray.wait(list(pending), num_returns=1, timeout=timeout)
             for ref in ready:
                 pending.pop(ref)
-                on_finished(ray.get(ref))
+                if (finished := ray.get(ref)) is not None:
+                    on_finished(finished)
     finally:
         if started_here:
             ray.shutdown()

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from verify.batch.build_cache import BuildCache, BuildResult, stop_prebuilds
-from verify.runner import VerifyError, VerifyOptions, verify_code
+from verify.runner import BatchStopped, VerifyError, VerifyOptions, verify_code
 
 if TYPE_CHECKING:
     from verify.jobs import VerifyJob
@@ -105,14 +105,18 @@ class Finished:
 
 
 def verify_one(job: VerifyJob, options: VerifyOptions, *, build: BuildResult | None,
-               env: dict[str, str]) -> dict[str, Any]:
-    """Run one job's eval script (in its build folder when there is one); an error report if it gave none."""
+               env: dict[str, str], stop_at: float | None = None) -> dict[str, Any]:
+    """Run one job's eval script (in its build folder when there is one); an error report if it gave none.
+
+    Raises:
+        verify.runner.BatchStopped: the batch's hard limit ``stop_at`` (a ``time.time()``) stopped it.
+    """
     from verify.jobs import error_report
 
     try:
         report = verify_code(job.task_code, job.kernel_code, job.form, options, functional_code=job.functional_code,
                              meta=job.meta, build_dir=build.entry if build else None,
-                             env=env | {"KA_DIE_WITH_PARENT": "1"})
+                             env=env | {"KA_DIE_WITH_PARENT": "1"}, stop_at=stop_at)
     except (ValueError, VerifyError) as error:
         report = error_report(job, error)
     return report
@@ -130,7 +134,7 @@ class LocalBatch:
 
     def __init__(self, jobs: list[VerifyJob], options: VerifyOptions, *, gpus: list[str],
                  compile_workers: int, cache: BuildCache | None, deadline: float | None = None,
-                 slots: int = SLOTS_PER_GPU) -> None:
+                 stop_at: float | None = None, slots: int = SLOTS_PER_GPU) -> None:
         self.slots = max(1, slots)
         self._gates = tempfile.TemporaryDirectory(prefix="ka-gpu-gates-")
         self._baseline_key = secrets.token_hex(32)
@@ -145,6 +149,8 @@ class LocalBatch:
         self._results: queue.Queue[Finished | BaseException | None] = queue.Queue()
         self._stop = threading.Event()
         self.deadline = deadline
+        self.stop_at = stop_at
+        self.stopped: list[str] = []
 
     def _next_job(self) -> VerifyJob | None:
         """The first job (plan order) whose build is over; waits for one; None when all are taken."""
@@ -170,7 +176,11 @@ class LocalBatch:
                 future = self._builds.get(job.key)
                 build = future.result() if future is not None and future.exception() is None else None
                 t0 = time.monotonic()
-                report = verify_one(job, self.options, build=build, env=env)
+                try:
+                    report = verify_one(job, self.options, build=build, env=env, stop_at=self.stop_at)
+                except BatchStopped:
+                    self.stopped.append(job.key)
+                    break
                 seconds = time.monotonic() - t0
                 report["batch"] = batch_record(build, gpu, seconds)
                 self._results.put(Finished(job, report, build, gpu, seconds))
@@ -185,7 +195,8 @@ class LocalBatch:
     def run(self, on_finished: Callable[[Finished], None]) -> None:
         """Run every job, calling ``on_finished`` in this thread as each completes.
 
-        With a ``deadline`` (``time.monotonic()`` seconds) no job starts after it; those left are simply not
+        With a ``deadline`` (``time.monotonic()`` seconds) no job starts after it; with ``stop_at`` (a
+        ``time.time()``) the jobs still running then are stopped (``stopped`` lists them). Neither kind is
         reported, and a later batch picks them up (resume).
         """
         pool = ThreadPoolExecutor(self.compile_workers, thread_name_prefix="ka-build") if self.cache else None
