@@ -3,7 +3,9 @@
 Targets (issue 13), one H100 machine, CUDA-L1 H100 kernels: >= 20 kernels/min with a cold build cache,
 >= 120/min warm; the same honest kernel verified alone and inside the batch gets the same verdict and a
 kernel time within 3%; a batch killed at a random point and restarted verifies every kernel exactly once.
-With ``--scaling`` (a machine with several GPUs) the warm pass runs on all of them, then on the first alone.
+With ``--scaling`` (a machine with several GPUs) the kernels of the cold pass are verified again on the first GPU
+alone for a quarter of the budget, then the ones it finished on every GPU: ``scaling.ratio`` compares the two
+rates over the same kernels (None if the second pass did not finish them all).
 
     python tests/gpu/copy_gpu_data.py                       # once, where ../shared/data exists
     python bench/verify_batch.py --limit 8 --budget-s 200 --json
@@ -17,7 +19,7 @@ them as ``verifications`` rows of the matching archive kernels later.
 The kernels are a seeded random sample of the file's kernels with code (``--all``: every one);
 ``--budget-s`` bounds the whole run: the cold pass gets half of it, the warm pass a quarter (no kernel
 starts after its pass's share; those finished count), the checks the rest; with ``--no-warm`` the cold
-pass gets 85%. A kernel started before its pass's share ran out finishes, however long it takes, unless
+pass gets 85%; ``--scaling`` adds two passes of a quarter each. A kernel started before its pass's share ran out finishes, however long it takes, unless
 ``--grace-s`` is given: the kernels still running that long after the share are stopped, unreported.
 
 A whole release does not fit one device call, so a run can go on in the next one: ``--resume`` keeps
@@ -130,6 +132,24 @@ def run_pass(name: str, jobs: list[VerifyJob], options: VerifyOptions, out: Path
     return recorder
 
 
+def scaling(args: argparse.Namespace, finished: list[VerifyJob], options: VerifyOptions, cache: Path) -> dict[str, Any]:
+    """GPU-bound throughput on the first GPU alone, then on every GPU over exactly the kernels the first
+    finished (builds cached by the earlier passes), so both rates are of the same kernels."""
+    from verify.batch.workers import parse_gpus
+
+    gpus = parse_gpus(args.gpus)
+    one = run_pass("scaling-1gpu", finished, options, args.out, gpus=gpus[0], compile_workers=1, cache=cache,
+                   budget_s=args.budget_s * 0.25, grace_s=args.grace_s)
+    same = [j for j in finished if j.key in one.reports]
+    every = run_pass("scaling-all", same, options, args.out, gpus=",".join(gpus), compile_workers=args.compile_workers,
+                     cache=cache, budget_s=args.budget_s * 0.25, grace_s=args.grace_s)
+    per_min_1 = one.stats.per_minute(one.stats.finished_at)
+    per_min_all = every.stats.per_minute(every.stats.finished_at)
+    return {"gpus": len(gpus), "kernels": len(same), "kernels_all": every.stats.done,
+            "per_min_1": round(per_min_1, 3), "per_min_all": round(per_min_all, 3),
+            "ratio": round(per_min_all / per_min_1, 3) if per_min_1 and every.stats.done == len(same) else None}
+
+
 def kernel_ms(report: dict[str, Any]) -> float | None:
     """The report's kernel median (ms)."""
     return (report.get("speed") or {}).get("kernel_ms")
@@ -234,7 +254,8 @@ def main() -> int:
     parser.add_argument("--compile-baseline", action="store_true", help="also time torch.compile (slow)")
     parser.add_argument("--kill-kernels", type=int, default=3, help="kernels in the kill-and-restart check (0: skip)")
     parser.add_argument("--no-alone", dest="alone", action="store_false", help="skip the alone-vs-batch check")
-    parser.add_argument("--scaling", action="store_true", help="after the warm pass on every GPU, the same warm pass on the first GPU alone")
+    parser.add_argument("--scaling", action="store_true",
+                        help="verify the cold pass's kernels again on the first GPU alone, then those on every GPU")
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT") or REPO / "bench" / "out" / "verify_batch"))
     parser.add_argument("--json", action="store_true", help="end with one JSON line of the figures")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -268,13 +289,7 @@ def main() -> int:
         "statuses_cold": dict(cold.stats.statuses), "builds_cold": dict(cold.stats.builds),
     }
     if args.scaling:
-        from verify.batch.workers import parse_gpus
-
-        all_gpus = parse_gpus(args.gpus)
-        one = run_pass("warm-1gpu", finished, options, args.out, gpus=all_gpus[0], compile_workers=1, cache=cache,
-                       budget_s=args.budget_s * 0.25, grace_s=args.grace_s)
-        result["scaling"] = {"gpus": len(all_gpus), "per_min_1": one.stats.per_minute(one.stats.finished_at),
-                             "per_min_all": result["kernels_per_min_warm"]}
+        result["scaling"] = scaling(args, finished, options, cache)
     if args.alone:
         result["alone_vs_batch"] = alone_vs_batch(jobs, cold.reports, options, cache)
     if args.kill_kernels:

@@ -66,3 +66,25 @@ def test_a_resumed_run_verifies_only_what_its_reports_file_lacks(tmp_path: Path)
     assert keys == ["L1-T2"]
     again = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=900, check=False)
     assert json.loads(again.stdout.strip().splitlines()[-1])["n_cold"] == 0
+
+
+@pytest.mark.slow
+def test_scaling_compares_one_gpu_and_every_gpu_on_the_same_kernels(tmp_path: Path) -> None:
+    rows = [{"level_id": 1, "task_id": i + 1, "ref_code": task, "custom_code": kernel, "score_default": 1.5}
+            for i, (task, kernel) in enumerate([(TASK, HONEST), (TASK_TANH, HONEST_TANH)])]
+    data = tmp_path / "l1.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT, "--jsonl", str(data), "--all", "--no-warm", "--scaling", "--device", "cpu",
+         "--gpus", "2", "--trials", "1", "--target-seconds", "0.05", "--budget-s", "600", "--kill-kernels", "0",
+         "--no-alone", "--out", str(out), "--json"], capture_output=True, text=True, cwd=REPO, timeout=900, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    scaling = json.loads(done.stdout.strip().splitlines()[-1])["scaling"]
+    assert scaling["gpus"] == 2 and scaling["kernels"] == scaling["kernels_all"] == 2
+    assert scaling["per_min_1"] > 0 and scaling["per_min_all"] > 0
+    assert scaling["ratio"] == pytest.approx(scaling["per_min_all"] / scaling["per_min_1"], rel=0.01)
+    one = [json.loads(line) for line in (out / "reports-scaling-1gpu.jsonl").read_text().splitlines()]
+    every = [json.loads(line) for line in (out / "reports-scaling-all.jsonl").read_text().splitlines()]
+    assert {r["report"]["batch"]["gpu"] for r in one} == {"0"}
+    assert sorted(r["key"] for r in every) == sorted(r["key"] for r in one) == ["L1-T1", "L1-T2"]
