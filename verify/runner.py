@@ -86,9 +86,10 @@ def run_script(script: Path, options: VerifyOptions, *, build_dir: str | os.Path
     """
     timeout = options.timeout()
     if stop_at is not None:
-        if stop_at - time.time() <= 0:
+        remaining = stop_at - time.time()
+        if remaining <= 0:
             raise BatchStopped("the batch's time limit had passed before the eval script started")
-        timeout = min(timeout, stop_at - time.time())
+        timeout = min(timeout, remaining)
     with tempfile.TemporaryDirectory(prefix="ka-verify-report-") as folder:
         report_path = Path(folder) / "report.json"
         command = [options.python, str(script), "--json", "--report", str(report_path), *options.arguments()]

@@ -23,13 +23,19 @@ runpy.run_path("bench/verify_batch.py", run_name="__main__")
 """
 
 
+def _release(folder: Path, pairs: list[tuple[str, str]], extra: list[dict] | None = None) -> Path:
+    """A CUDA-L1-shaped release file of level 1 tasks 1, 2, ... (one per (task, kernel) pair), plus ``extra`` rows."""
+    rows = [{"level_id": 1, "task_id": i + 1, "ref_code": task, "custom_code": kernel, "score_default": 1.5}
+            for i, (task, kernel) in enumerate(pairs)] + (extra or [])
+    data = folder / "l1.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return data
+
+
 @pytest.mark.slow
 def test_the_batch_benchmark_runs_its_passes_and_both_checks_on_cpu(tmp_path: Path) -> None:
-    rows = [{"level_id": 1, "task_id": i + 1, "ref_code": task, "custom_code": kernel, "score_default": 1.5}
-            for i, (task, kernel) in enumerate([(TASK, HONEST), (TASK_TANH, HONEST_TANH), (TASK, MUTATING)])]
-    rows.append({"level_id": 1, "task_id": 9, "ref_code": TASK, "custom_code": "None", "score_default": None})
-    data = tmp_path / "l1.jsonl"
-    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    data = _release(tmp_path, [(TASK, HONEST), (TASK_TANH, HONEST_TANH), (TASK, MUTATING)],
+                    [{"level_id": 1, "task_id": 9, "ref_code": TASK, "custom_code": "None", "score_default": None}])
     done = subprocess.run(
         [sys.executable, "-c", WITHOUT, "--jsonl", str(data), "--device", "cpu", "--gpus", "2", "--trials", "1",
          "--target-seconds", "0.05", "--budget-s", "400", "--kill-kernels", "2", "--out", str(tmp_path / "out"),
@@ -47,10 +53,7 @@ def test_the_batch_benchmark_runs_its_passes_and_both_checks_on_cpu(tmp_path: Pa
 
 @pytest.mark.slow
 def test_a_resumed_run_verifies_only_what_its_reports_file_lacks(tmp_path: Path) -> None:
-    rows = [{"level_id": 1, "task_id": i + 1, "ref_code": task, "custom_code": kernel, "score_default": 1.5}
-            for i, (task, kernel) in enumerate([(TASK, HONEST), (TASK_TANH, HONEST_TANH)])]
-    data = tmp_path / "l1.jsonl"
-    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    data = _release(tmp_path, [(TASK, HONEST), (TASK_TANH, HONEST_TANH)])
     out = tmp_path / "out"
     command = [sys.executable, "-c", WITHOUT, "--jsonl", str(data), "--all", "--resume", "--no-warm", "--device", "cpu",
                "--trials", "1", "--target-seconds", "0.05", "--budget-s", "400", "--kill-kernels", "0", "--no-alone",
@@ -70,10 +73,7 @@ def test_a_resumed_run_verifies_only_what_its_reports_file_lacks(tmp_path: Path)
 
 @pytest.mark.slow
 def test_scaling_compares_one_gpu_and_every_gpu_on_the_same_kernels(tmp_path: Path) -> None:
-    rows = [{"level_id": 1, "task_id": i + 1, "ref_code": task, "custom_code": kernel, "score_default": 1.5}
-            for i, (task, kernel) in enumerate([(TASK, HONEST), (TASK_TANH, HONEST_TANH)])]
-    data = tmp_path / "l1.jsonl"
-    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    data = _release(tmp_path, [(TASK, HONEST), (TASK_TANH, HONEST_TANH)])
     out = tmp_path / "out"
     done = subprocess.run(
         [sys.executable, "-c", WITHOUT, "--jsonl", str(data), "--all", "--no-warm", "--scaling", "--device", "cpu",
