@@ -5,7 +5,8 @@ Targets (issue 13), one H100 machine, CUDA-L1 H100 kernels: >= 20 kernels/min wi
 kernel time within 3%; a batch killed at a random point and restarted verifies every kernel exactly once.
 With ``--scaling`` (a machine with several GPUs) the kernels of the cold pass are verified again on the first GPU
 alone for a quarter of the budget, then the ones it finished on every GPU: ``scaling.ratio`` compares the two
-rates over the same kernels (None if the second pass did not finish them all).
+rates over the same kernels (None if the second pass did not finish them all), each from its pass's start;
+``scaling.span_ratio`` the same from each pass's first kernel start to its last finish (no pool set-up).
 
     python tests/gpu/copy_gpu_data.py                       # once, where ../shared/data exists
     python bench/verify_batch.py --limit 8 --budget-s 200 --json
@@ -145,9 +146,26 @@ def scaling(args: argparse.Namespace, finished: list[VerifyJob], options: Verify
                      cache=cache, budget_s=args.budget_s * 0.25, grace_s=args.grace_s)
     per_min_1 = one.stats.per_minute(one.stats.finished_at)
     per_min_all = every.stats.per_minute(every.stats.finished_at)
+    complete = every.stats.done == len(same)
+    span_1 = span_s([one.reports[j.key] for j in same])
+    span_all = span_s(list(every.reports.values()))
     return {"gpus": len(gpus), "kernels": len(same), "kernels_all": every.stats.done,
             "per_min_1": round(per_min_1, 3), "per_min_all": round(per_min_all, 3),
-            "ratio": round(per_min_all / per_min_1, 3) if per_min_1 and every.stats.done == len(same) else None}
+            "ratio": round(per_min_all / per_min_1, 3) if per_min_1 and complete else None,
+            "span_s_1": span_1, "span_s_all": span_all,
+            "span_ratio": round(span_1 / span_all, 3) if span_1 and span_all and complete else None}
+
+
+def span_s(reports: list[dict[str, Any]]) -> float | None:
+    """Seconds from the first report's start to the last one's finish (their own clocks, to the second):
+    the pass's rate without its set-up before the first kernel starts."""
+    import datetime as dt
+
+    stamps = [(dt.datetime.fromisoformat(r["started_at"]), dt.datetime.fromisoformat(r["finished_at"]))
+              for r in reports if r.get("started_at") and r.get("finished_at")]
+    if not stamps:
+        return None
+    return (max(end for _, end in stamps) - min(start for start, _ in stamps)).total_seconds()
 
 
 def kernel_ms(report: dict[str, Any]) -> float | None:

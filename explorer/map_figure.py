@@ -23,6 +23,8 @@ Example:
 from __future__ import annotations
 
 import functools
+import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -271,6 +273,9 @@ def map_figure(points: pd.DataFrame, colour: str, height: int = 680, tag: str | 
                        "data": xy.round(5).tolist(),
                        "itemStyle": {"color": "rgba(0,0,0,0)", "borderColor": MATCH_COLOUR, "borderWidth": 1.5}})
         ids.append(kernel_ids[matches].tolist())
+    signature = series_signature(colour, tag, search)
+    for index, entry in enumerate(series):
+        entry["id"] = f"{signature}-{index}"
     option: dict[str, Any] = {
         "animation": False,
         "dataset": datasets,
@@ -289,14 +294,34 @@ def map_figure(points: pd.DataFrame, colour: str, height: int = 680, tag: str | 
     return option, ids
 
 
-def selected_kernel_ids(event: Any, series_ids: list[list[str]]) -> tuple[list[str], bool]:
+def series_signature(colour: str, tag: str | None, search: str | None) -> str:
+    """A short hash naming one chart option's series (its colouring, highlighted tag and search): every
+    series id starts with it, so a selection made on another option is recognised as such.
+
+    Example:
+        >>> series_signature("level", None, None) == series_signature("level", None, None) != series_signature(
+        ...     "source", None, None)
+        True
+    """
+    return hashlib.blake2b(repr((colour, tag, search)).encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
+
+
+def selected_kernel_ids(event: Any, series_ids: list[list[str]],
+                        series_keys: Sequence[str | None] = ()) -> tuple[list[str], bool]:
     """Kernel ids of the points an ``st.echarts_chart`` selection event names, and whether they were
     brushed (box or lasso) rather than clicked.
+
+    With ``series_keys`` (the option's series ids, in order), a selected group counts only if it names the
+    same series id: the chart keeps one widget across colourings (redrawn, not rebuilt), so a selection made
+    before a recolour must not be read against the new series.
 
     Example:
         >>> selected_kernel_ids({"selection": {"selected": [{"series_index": 0, "data_indices": [1]}],
         ...                                   "areas": []}}, [["a", "b"]])
         (['b'], False)
+        >>> selected_kernel_ids({"selection": {"selected": [{"series_index": 0, "series_id": "old-0",
+        ...                                   "data_indices": [1]}]}}, [["a", "b"]], ["new-0"])
+        ([], False)
     """
     selection = event.get("selection", {}) if isinstance(event, dict) else getattr(event, "selection", {})
     selection = selection or {}
@@ -304,6 +329,8 @@ def selected_kernel_ids(event: Any, series_ids: list[list[str]]) -> tuple[list[s
     for group in selection.get("selected", []) or []:
         series = group.get("series_index") if isinstance(group, dict) else None
         if not isinstance(series, int) or not 0 <= series < len(series_ids):
+            continue
+        if series_keys and (series >= len(series_keys) or group.get("series_id") != series_keys[series]):
             continue
         for index in group.get("data_indices", []) or []:
             if isinstance(index, int) and 0 <= index < len(series_ids[series]):

@@ -1,8 +1,8 @@
 """Small view helpers shared by the pages: safe text, one value format, tables, verdicts and empty states.
 
 Archive text (names, code, errors, profile text) is user-generated content: it is shown with
-``st.code``, ``st.text`` or ``st.dataframe``, or passed through ``plain`` before it reaches Markdown,
-and never as HTML. Every value a page shows goes through ``fmt`` (or ``show_table``, which uses it per
+``explorer.code_view`` (escaped static HTML), ``st.text`` or ``st.dataframe``, or passed through ``plain``
+before it reaches Markdown, and never as markup of its own. Every value a page shows goes through ``fmt`` (or ``show_table``, which uses it per
 cell), so a missing value is always ``-`` and a speedup always reads the same way.
 
 Example:

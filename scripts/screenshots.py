@@ -47,7 +47,7 @@ def build_archive(path: Path) -> Path:
     return path
 
 
-READY: dict[str, str] = {"kernel": '[data-testid="stCode"]', "map": '[data-testid="stEChartsChart"] canvas',
+READY: dict[str, str] = {"kernel": '[data-testid="stHtml"] .ka-code', "map": '[data-testid="stEChartsChart"] canvas',
                          "task": '[data-testid="stVegaLiteChart"] .marks',
                          "kernel-profiles": '[data-testid="stDataFrame"] th',
                          "kernel-verification": '[data-testid="stAlert"], [data-testid="stDataFrame"] th'}

@@ -6,6 +6,7 @@ import streamlit as st
 
 from archive_db.queries import KernelDetail, verdict_of
 from explorer import page_script
+from explorer.code_view import show_code
 from explorer.downloads import eval_script, source_file_name
 from explorer.views import (
     CODE_LANGUAGE,
@@ -72,13 +73,13 @@ def _code(d: KernelDetail) -> None:
     with left:
         st.subheader("Kernel")
         if k.get("code"):
-            st.code(k["code"], language=CODE_LANGUAGE.get(k["form"], "cpp"), line_numbers=True, height=CODE_HEIGHT)
+            show_code(k["code"], CODE_LANGUAGE.get(k["form"], "cpp"), line_numbers=True, height=CODE_HEIGHT)
         else:
             st.info("This source released the kernel's timings but not its code.", icon=":material/lock:")
     with right:
         st.subheader("Reference (PyTorch)")
         if d.task.get("reference_code"):
-            st.code(d.task["reference_code"], language="python", line_numbers=True, height=CODE_HEIGHT)
+            show_code(d.task["reference_code"], "python", line_numbers=True, height=CODE_HEIGHT)
         else:
             st.info("The source names this task without releasing its reference code.", icon=":material/lock:")
     _downloads(d)
@@ -116,7 +117,7 @@ def _measurements(d: KernelDetail) -> None:
     for row in errors.itertuples():
         where = "" if is_missing(row.gpu) else f" on {plain(row.gpu)}"
         st.subheader(f"Error reported by {plain(row.source)}{where}")
-        st.code(str(row.error), language=None, wrap_lines=True)
+        show_code(str(row.error), wrap=True)
 
 
 def _profiles(d: KernelDetail) -> None:
@@ -136,7 +137,7 @@ def _profiles(d: KernelDetail) -> None:
         show_table(d.torch_events, "torch_events")
     for row in d.raw_profiles.itertuples():
         with st.expander(f"Raw {plain(row.kind)} output from {plain(row.origin)}"):
-            st.code(str(row.raw), language=None)
+            show_code(str(row.raw), height=CODE_HEIGHT)
 
 
 def _static(d: KernelDetail) -> None:

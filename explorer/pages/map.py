@@ -101,8 +101,10 @@ def main() -> None:
                "embeddings · pick the box or lasso tool (top left) and drag to list kernels, click a point to open it, "
                "scroll to zoom"
                + (f" · {found:,} match {code_span(search)}" if search else "") + ".")
-    event = st.echarts_chart(fig, key=f"map_{colour}_{tag}_{search}", on_select="rerun", height=680, width="stretch")
-    ids, dragged = selected_kernel_ids(event, trace_ids)
+    # One key for every colouring: the chart is redrawn in place (about 100 ms faster than a new one); the
+    # series ids tell a selection made before a recolour from one made now.
+    event = st.echarts_chart(fig, key="map_chart", on_select="rerun", height=680, width="stretch")
+    ids, dragged = selected_kernel_ids(event, trace_ids, [entry.get("id") for entry in fig["series"]])
     if len(ids) == 1 and not dragged and st.session_state.get("map_opened") != ids[0]:
         st.session_state["map_opened"] = ids[0]
         st.switch_page(page_script("kernel"), query_params={"kernel": ids[0]})

@@ -9,6 +9,7 @@ import streamlit as st
 
 from archive_db.queries import TaskDetail
 from explorer.charts import speedup_strip
+from explorer.code_view import show_code
 from explorer.lineage import lineages
 from explorer.views import (
     ERROR_CELL_CHARS,
@@ -58,15 +59,15 @@ def _header(d: TaskDetail) -> None:
 
 def _reference(d: TaskDetail) -> None:
     if d.task.get("reference_code"):
-        st.code(d.task["reference_code"], language="python", line_numbers=True)
+        show_code(d.task["reference_code"], "python", line_numbers=True)
     else:
         st.info("The source names this task without releasing its reference code.", icon=":material/lock:")
     if d.task.get("functional_code"):
         with st.expander("Functional form"):
-            st.code(d.task["functional_code"], language="python")
+            show_code(d.task["functional_code"], "python")
     for row in d.reference_variants.itertuples():
         with st.expander(f"Reference variant {plain(row.variant)} from {plain(row.source)}"):
-            st.code(row.code, language="python")
+            show_code(row.code or "", "python")
     if not d.aliases.empty:
         st.caption("How each source names this task")
         show_table(d.aliases.drop(columns=["task_id"]), "aliases")

@@ -88,3 +88,17 @@ def test_scaling_compares_one_gpu_and_every_gpu_on_the_same_kernels(tmp_path: Pa
     every = [json.loads(line) for line in (out / "reports-scaling-all.jsonl").read_text().splitlines()]
     assert {r["report"]["batch"]["gpu"] for r in one} == {"0"}
     assert sorted(r["key"] for r in every) == sorted(r["key"] for r in one) == ["L1-T1", "L1-T2"]
+    assert scaling["span_s_1"] is not None and scaling["span_s_all"] is not None and scaling["span_s_all"] >= 0
+    if scaling["span_s_all"] > 0:
+        assert scaling["span_ratio"] == pytest.approx(scaling["span_s_1"] / scaling["span_s_all"], rel=0.01)
+
+
+def test_span_runs_from_the_first_start_to_the_last_finish() -> None:
+    import runpy
+
+    bench = runpy.run_path(str(REPO / "bench" / "verify_batch.py"))
+    reports = [{"started_at": "2026-11-27T10:00:05+00:00", "finished_at": "2026-11-27T10:00:20+00:00"},
+               {"started_at": "2026-11-27T10:00:01+00:00", "finished_at": "2026-11-27T10:00:09+00:00"},
+               {"status": "error"}]
+    assert bench["span_s"](reports) == 19.0
+    assert bench["span_s"]([{"status": "error"}]) is None

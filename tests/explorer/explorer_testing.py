@@ -25,7 +25,15 @@ def texts(at: Any) -> str:
         for element in getattr(at, kind):
             parts.append(str(getattr(element, "value", "")))
             parts.append(str(getattr(element, "label", "")))
+    parts.extend(code_boxes(at))
     return "\n".join(parts)
+
+
+def code_boxes(at: Any) -> list[str]:
+    """The text of every code box of an AppTest run (``explorer.code_view``, drawn with ``st.html``)."""
+    from explorer.code_view import CONTAINER_CLASS, code_text
+
+    return [code_text(h.value) for h in at.html if f'class="{CONTAINER_CLASS}"' in h.value]
 
 
 def assert_clean(at: Any) -> None:

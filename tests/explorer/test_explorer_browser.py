@@ -244,7 +244,7 @@ def test_leaderboard_filter_then_follow_a_row_to_its_kernel_and_task(served: Ser
     _no_traceback(page)
     assert page.get_by_role("heading", level=1).first.inner_text().strip() == kernel_name
     # The kernel's source, not another code block (the page may also show the `kernel-archive embed` hint).
-    code = page.locator('[data-testid="stCode"]').filter(has_text=re.compile(r"__global__|class ModelNew")).first
+    code = page.locator('[data-testid="stHtml"] .ka-code').filter(has_text=re.compile(r"__global__|class ModelNew")).first
     code.wait_for()
     assert "__global__" in code.inner_text() or "ModelNew" in code.inner_text()
     _tables_drawn(page)
@@ -427,6 +427,35 @@ def test_every_map_colouring_draws_without_a_traceback(served: Served, page: Any
         if label != "Source":
             page.wait_for_function(f"() => ({PAINT})(document.querySelector('{MAP}'))[1] !== {before}")
     assert "color=source" in page.url
+
+
+def test_a_box_selection_lists_the_same_kernels_after_a_recolour(served: Served, page: Any) -> None:
+    # The chart keeps one widget across colourings (explorer/pages/map.py): a selection made under one
+    # colouring's series must still name the same kernels under the next one, not the same indexes.
+    _embedded(served)
+    page.goto(f"{served.url}/map?color=level")
+    _settle(page)
+    _map_drawn(page)
+    box = page.locator(MAP).bounding_box()
+    page.mouse.click(box["x"] + 26, box["y"] + 24)  # the toolbox's box-select tool, top left
+    page.wait_for_timeout(300)
+    # A strip of the plot, so the selection is small enough (<= 200 kernels) to be kept in the URL.
+    page.mouse.move(box["x"] + box["width"] * 0.25, box["y"] + 50)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.45, box["y"] + box["height"] - 20, steps=12)
+    page.mouse.up()
+    page.wait_for_url(re.compile(r"selected="))
+    _settle(page)
+    before = re.search(r"selected=([^&]+)", page.url).group(1)
+    heading = page.locator('[data-testid="stMain"] h3').first.inner_text()
+    assert "selected kernels" in heading
+    page.locator('[data-testid="stButtonGroup"] button', has_text=re.compile(r"^Source$")).click()
+    page.wait_for_url(re.compile(r"color=source"))
+    _settle(page)
+    _map_drawn(page)
+    _no_traceback(page)
+    assert re.search(r"selected=([^&]+)", page.url).group(1) == before
+    assert page.locator('[data-testid="stMain"] h3').first.inner_text() == heading
 
 
 def test_map_hover_names_the_kernel_and_a_click_opens_its_page(served: Served, page: Any) -> None:

@@ -8,6 +8,7 @@ from explorer_testing import (
     KERNEL_TABS,
     add_derived_rows,
     assert_clean,
+    code_boxes,
     every_tab,
     frames,
     texts,
@@ -21,7 +22,7 @@ def test_kernel_page_shows_code_reference_measurements_profiles_and_lineage(open
         assert_clean(at)
     at = runs[0]
     assert at.title[0].value == "a1\\_kernel"
-    codes = [c.value for c in at.code]
+    codes = code_boxes(at)
     assert any("// kernel a1" in c for c in codes)
     assert any("torch.relu" in c for c in codes)
     profiles = texts(runs[2])
@@ -48,7 +49,7 @@ def test_kernel_page_shows_code_reference_measurements_profiles_and_lineage(open
 def test_failed_kernel_shows_its_error_text(open_app, handmade: Handmade) -> None:
     at = open_app(handmade.path, "kernel", kernel=handmade.kernels["b2"], tab="Measurements")
     assert_clean(at)
-    assert "max_diff 3.2 over tolerance" in [c.value for c in at.code]
+    assert "max_diff 3.2 over tolerance" in code_boxes(at)
     assert [m.value for m in at.metric][:3] == ["unverified", "1", "0 of 1"]
 
 
@@ -75,7 +76,7 @@ def test_hostile_kernel_ids_get_a_friendly_not_found(open_app, handmade: Handmad
     at = open_app(handmade.path, "kernel", kernel=value)
     assert_clean(at)
     assert "No kernel with that id is in this archive." in texts(at)
-    assert not at.code
+    assert not at.code and not code_boxes(at)
 
 
 def test_verification_history_lists_runs_and_checks_worst_first(open_app, handmade: Handmade) -> None:

@@ -164,3 +164,18 @@ def test_selection_maps_back_to_kernels_and_tells_clicks_from_brushes() -> None:
     assert selected_kernel_ids(lasso, ids) == (["b", "c"], True)
     assert selected_kernel_ids(junk, ids) == ([], False)
     assert selected_kernel_ids({}, ids) == ([], False)
+
+
+def test_a_selection_counts_only_on_the_option_whose_series_it_names() -> None:
+    level, level_ids = map_figure(_points(), "level")
+    source, source_ids = map_figure(_points(), "source")
+    level_keys = [entry["id"] for entry in level["series"]]
+    source_keys = [entry["id"] for entry in source["series"]]
+    assert len(set(level_keys)) == len(level_keys) and not set(level_keys) & set(source_keys)
+    assert level_keys == [entry["id"] for entry in map_figure(_points(), "level")[0]["series"]]
+    made_on_level = {"selection": {"selected": [{"series_index": 0, "series_id": level_keys[0],
+                                                 "data_indices": [0]}], "areas": []}}
+    assert selected_kernel_ids(made_on_level, level_ids, level_keys) == ([level_ids[0][0]], False)
+    assert selected_kernel_ids(made_on_level, source_ids, source_keys) == ([], False)
+    searched = map_figure(_points(), "level", search="K2")[0]
+    assert not {entry["id"] for entry in searched["series"]} & set(level_keys)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from explorer_testing import assert_clean, texts
+from explorer_testing import assert_clean, code_boxes, texts
 
 from archive_db.connection import connect
 from archive_db.queries import LeaderboardFilter, leaderboard
@@ -41,7 +41,7 @@ def test_a_sakana_kernel_page_has_ncu_metrics_rules_and_clang_tidy(open_app, sam
         ORDER BY k.kernel_id LIMIT 1""")
     at = open_app(sample_archive, "kernel", kernel=kernel_id)
     assert_clean(at)
-    assert any("__global__" in c.value for c in at.code)
+    assert any("__global__" in c for c in code_boxes(at))
     profiles = open_app(sample_archive, "kernel", kernel=kernel_id, tab="Profiles")
     static = open_app(sample_archive, "kernel", kernel=kernel_id, tab="Static analysis & tags")
     frames = [d.value for run in (profiles, static) for d in run.dataframe]

@@ -8,6 +8,7 @@ from explorer_testing import (
     HOSTILE_VALUES,
     TASK_TABS,
     assert_clean,
+    code_boxes,
     every_tab,
     figures,
     frames,
@@ -29,7 +30,7 @@ def test_task_page_lists_every_kernel_measurement_reference_and_lineage(open_app
     assert sorted(handmade.label(k) for k in kernels["kernel_id"]) == ["a1", "a2", "b1", "b2"]
     assert set(kernels["verdict"]) == {"unverified"}
     assert [m.value for m in at.metric] == ["4", "4", "75.0%", "4.00x", "3.00x"]
-    assert any("torch.relu" in c.value for c in runs[1].code)
+    assert any("torch.relu" in c for c in code_boxes(runs[1]))
     chains = next(f for f in frames(runs) if "chain" in f)
     assert chains["chain"].tolist() == ["base 2.50x -> edit 1 1.50x"]
     assert "No baseline timings are linked to this task." in texts(runs[2])
@@ -106,4 +107,4 @@ def test_long_errors_are_cut_in_the_kernels_table_and_whole_on_the_kernel_page(o
     shown = at.dataframe[0].value["error"].iloc[0]
     assert len(shown) == ERROR_CELL_CHARS and shown.startswith("RuntimeError: x") and shown.endswith("\u2026")
     page = open_app(db, "kernel", kernel=kernel, tab="Measurements")
-    assert any(c.value == error for c in page.code)
+    assert error in code_boxes(page)
