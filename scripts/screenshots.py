@@ -3,7 +3,8 @@
 It builds an archive from the real public data in ``../shared/data`` (every sample source, as the tests
 do), runs ``kernel-archive embed`` for the map, serves it with ``kernel-archive serve`` on a free loopback
 port, and photographs each page in Debian's Chromium (``/usr/bin/chromium``) through Playwright. Run it
-by hand after a change to the pages; no test writes these files.
+by hand after a change to the pages; no test writes these files. The verdict badges are emoji: install an emoji
+font first (Debian: ``apt-get install fonts-noto-color-emoji``), or they are drawn as empty boxes.
 
 Usage:
     python scripts/screenshots.py                  # all screenshots into docs/screenshots/
