@@ -175,6 +175,21 @@ def marker_size(n_points: int) -> int:
     return 8 if n_points < 1_000 else 6 if n_points < 5_000 else 4
 
 
+SQUARE_MAX_PX = 4
+"""Markers this small are drawn as squares: at 4 px a square reads as a dot, and the browser fills 30k squares
+without tracing 30k anti-aliased arcs (docs/explorer.md, speed round 6)."""
+
+
+def marker_symbol(size: int) -> str:
+    """The marker shape for points of ``size`` pixels.
+
+    Example:
+        >>> marker_symbol(marker_size(30_615)), marker_symbol(marker_size(500))
+        ('rect', 'circle')
+    """
+    return "rect" if size <= SQUARE_MAX_PX else "circle"
+
+
 def groups(points: pd.DataFrame, colour: str, tag: str | None = None) -> tuple[pd.Series, list[tuple[str, str]]]:
     """Each point's group as a code into the returned ``(label, colour)`` list: the largest named groups
     first with palette colours (fixed colours for verdicts and correctness, bands in order for speedups),
@@ -236,8 +251,8 @@ def _group_series(label: str, hue: str, dataset_index: int, size: int) -> list[d
     """A colour group's two series over its filtered dataset: the drawn one (ECharts' ``large`` mode: one
     path for all its points, hover and click still per point) and an undrawn twin (``symbol: none``) that
     the box and lasso select from, since ``large`` series keep no per-point layout to brush."""
-    drawn = {"type": "scatter", "name": label, "datasetIndex": dataset_index, "symbolSize": size, "large": True,
-             "largeThreshold": 2_000, "progressive": 0, "selectedMode": "single",
+    drawn = {"type": "scatter", "name": label, "datasetIndex": dataset_index, "symbolSize": size,
+             "symbol": marker_symbol(size), "large": True, "largeThreshold": 2_000, "progressive": 0, "selectedMode": "single",
              "itemStyle": {"color": hue, "opacity": 0.85},
              "encode": {"x": "x", "y": "y", "itemName": "kernel", "tooltip": list(HOVER_COLUMNS)}}
     return [drawn, {"type": "scatter", "name": label, "datasetIndex": dataset_index, "symbol": "none",

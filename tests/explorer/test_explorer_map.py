@@ -179,3 +179,12 @@ def test_a_selection_counts_only_on_the_option_whose_series_it_names() -> None:
     assert selected_kernel_ids(made_on_level, source_ids, source_keys) == ([], False)
     searched = map_figure(_points(), "level", search="K2")[0]
     assert not {entry["id"] for entry in searched["series"]} & set(level_keys)
+
+
+def test_large_maps_draw_small_squares_and_small_maps_circles() -> None:
+    big = pd.concat([_points()] * 2_000, ignore_index=True)
+    big["kernel_id"] = [f"k{i}" for i in range(len(big))]
+    drawn = [s for s in map_figure(big, "level")[0]["series"] if s.get("large")]
+    assert drawn and {s["symbol"] for s in drawn} == {"rect"} and {s["symbolSize"] for s in drawn} == {4}
+    small = [s for s in map_figure(_points(), "level")[0]["series"] if s.get("large")]
+    assert {s["symbol"] for s in small} == {"circle"}
