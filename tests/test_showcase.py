@@ -6,16 +6,15 @@ The GPU half (every kernel verified against its expectation) is ``scripts/showca
 from __future__ import annotations
 
 import ast
-import importlib.util
 import re
 import shutil
-import sys
 import tomllib
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
+from scripts_testing import load_script
 
 REPO = Path(__file__).resolve().parents[1]
 SHOWCASE = REPO / "kernel_archive" / "showcase"
@@ -23,16 +22,7 @@ SIDECAR_KEYS = {"strategies": list, "generation": int, "expected": str, "expecte
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
-def _smoke() -> Any:
-    spec = importlib.util.spec_from_file_location("showcase_smoke", REPO / "scripts" / "showcase_smoke.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["showcase_smoke"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-SMOKE = _smoke()
+SMOKE = load_script("scripts/showcase_smoke.py", "showcase_smoke")
 KERNELS = SMOKE.discover()
 TASKS = sorted(p.stem for p in (SHOWCASE / "tasks").glob("*.py"))
 

@@ -3,29 +3,17 @@ and not once they are idle."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+from scripts_testing import load_script
 
 BUSY_S = 1.5
 
 
-def load_bench():
-    spec = importlib.util.spec_from_file_location("bench_app", ROOT / "bench" / "app.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_app"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_wait_settled_waits_for_a_busy_child_then_stops() -> None:
-    bench = load_bench()
+    bench = load_script("bench/app.py", "bench_app")
     busy = subprocess.Popen([sys.executable, "-c",
                              f"import time\nend = time.time() + {BUSY_S}\nwhile time.time() < end: pass\ntime.sleep(30)"])
     try:

@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
+from scripts_testing import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 
 def load_bench():
-    spec = importlib.util.spec_from_file_location("bench_ingest", ROOT / "bench" / "ingest.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_ingest"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench/ingest.py", "bench_ingest")
 
 
 def test_synthetic_archive_is_written_with_a_fresh_summary(tmp_path: Path) -> None:

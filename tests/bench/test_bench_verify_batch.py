@@ -13,6 +13,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "verify"))
 
 from batch_testing import HONEST, HONEST_TANH, MUTATING, TASK, TASK_TANH  # noqa: E402
+from scripts_testing import load_script  # noqa: E402
 
 WITHOUT = """
 import runpy, sys
@@ -94,11 +95,9 @@ def test_scaling_compares_one_gpu_and_every_gpu_on_the_same_kernels(tmp_path: Pa
 
 
 def test_span_runs_from_the_first_start_to_the_last_finish() -> None:
-    import runpy
-
-    bench = runpy.run_path(str(REPO / "bench" / "verify_batch.py"))
+    bench = load_script("bench/verify_batch.py", "bench_verify_batch")
     reports = [{"started_at": "2026-11-27T10:00:05+00:00", "finished_at": "2026-11-27T10:00:20+00:00"},
                {"started_at": "2026-11-27T10:00:01+00:00", "finished_at": "2026-11-27T10:00:09+00:00"},
                {"status": "error"}]
-    assert bench["span_s"](reports) == 19.0
-    assert bench["span_s"]([{"status": "error"}]) is None
+    assert bench.span_s(reports) == 19.0
+    assert bench.span_s([{"status": "error"}]) is None

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from explorer_testing import KERNEL_TABS, assert_clean, every_tab, texts
+from scripts_testing import load_script
 
 from archive_db.connection import connect
 from archive_db.queries import LeaderboardFilter, leaderboard
@@ -51,10 +51,7 @@ def test_building_again_reuses_the_file_and_a_rebuild_adds_nothing_twice(demo_ar
 
 
 def test_the_demo_data_is_the_gpu_suites_current_code() -> None:
-    spec = importlib.util.spec_from_file_location("make_demo_data", REPO / "scripts" / "make_demo_data.py")
-    assert spec and spec.loader
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_script("scripts/make_demo_data.py", "make_demo_data")
     cases = {name: (task, kernel, form) for name, task, kernel, form in script._cases(script._suite()).values()}
     with gzip.open(DATA, "rt", encoding="utf-8") as lines:
         records = [json.loads(line) for line in lines]
