@@ -130,3 +130,23 @@ class ProfileColumns:
                 out[table] = pa.table({name: pa.array(values, type=TYPES.get(name, pa.string()))
                                        for name, values in columns.items()})
         return out
+
+
+def raw_table(kernel_ids: Sequence[str], origin: str, kind: str, texts: pa.Array | pa.ChunkedArray) -> pa.Table:
+    """``profile_raw`` rows of one kind for ``kernel_ids``, their texts given as an Arrow column (as read from
+    parquet), so a reader that holds its input as Arrow stores the text without making Python strings of it.
+
+    Raises:
+        ValueError: a ``kind`` outside RAW_KINDS, or as many texts as kernels.
+
+    Example:
+        >>> raw_table(["k1"], "demo", "clang-tidy", pa.array(["k.cu:1:2: warning: w [c]"])).num_rows
+        1
+    """
+    if kind not in RAW_KINDS:
+        raise ValueError(f"unknown raw profile kind {kind!r}; expected one of {', '.join(RAW_KINDS)}")
+    if len(texts) != len(kernel_ids):
+        raise ValueError(f"{len(texts)} texts for {len(kernel_ids)} kernels")
+    n = len(kernel_ids)
+    return pa.table({"kernel_id": pa.array(kernel_ids, pa.string()), "origin": pa.array([origin] * n, pa.string()),
+                     "kind": pa.array([kind] * n, pa.string()), "raw": texts})

@@ -113,7 +113,7 @@ def test_reingest_adds_nothing_and_parses_no_profile_again(
     db.write_bytes(sample_db.read_bytes())
     parsed: list[int] = []
     original = sakana.profile_rows
-    monkeypatch.setattr(sakana, "profile_rows", lambda jobs, origin: parsed.append(len(jobs)) or original(jobs, origin))
+    monkeypatch.setattr(sakana, "profile_rows", lambda jobs, origin, *rest: parsed.append(len(jobs)) or original(jobs, origin, *rest))
     summary = ingest(db, shared_data / SAMPLE)
     assert summary.rows_added == 0
     assert summary.input_records == 82
@@ -172,6 +172,21 @@ def test_parser_pool_gives_the_same_rows_as_inline_parsing(
     assert query(db, sql) == query(sample_db, sql)
     sql = "SELECT kernel_id, seq, file, line, col, severity, check_name, message FROM clang_tidy_findings ORDER BY 1, 2"
     assert query(db, sql) == query(sample_db, sql)
+    # the raw clang-tidy text comes from the parquet batch itself here, from the parsed JSON rows there
+    sql = "SELECT kernel_id, origin, kind, raw FROM profile_raw ORDER BY 1, 3"
+    assert query(db, sql) == query(sample_db, sql) and len(query(db, sql)) == 62
+
+
+def test_raw_text_from_a_parquet_column_that_is_not_text_is_left_to_the_parser(
+    shared_data: Path, tmp_path: Path
+) -> None:
+    """An all-null Clang_Tidy column reads as Arrow's null type: no raw rows are taken from it, and none made."""
+    rows = [row | {"Clang_Tidy": None} for row in sample_rows(shared_data)]
+    db = tmp_path / "no-tidy.duckdb"
+    ingest(db, write_parquet(rows, tmp_path / "archive.parquet"))
+    assert query(db, "SELECT count(*) FROM profile_raw") == [(0,)]
+    assert query(db, "SELECT count(*) FROM clang_tidy_findings") == [(0,)]
+    assert query(db, "SELECT count(*) FROM ncu_metrics") == [(1674,)]
 
 
 class _FakeDatasets:

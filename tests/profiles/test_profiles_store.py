@@ -103,3 +103,23 @@ def test_columnar_profiles_from_bulk_rows_equal_those_from_parsed_profiles() -> 
     for table in expected:
         assert got[table].equals(expected[table]), table
     assert got["clang_tidy_findings"].num_rows == 6 and got["torch_profile_events"].num_rows == 4
+
+
+def test_raw_table_from_arrow_equals_the_raw_rows_of_profile_columns() -> None:
+    import pyarrow as pa
+
+    from profiles.columnar import ProfileColumns, raw_table
+
+    texts = ["k.cu:1:2: warning: w [c]", "x \u2028 \U0001f600"]
+    columns = ProfileColumns()
+    for kernel, text in zip(("k1", "k2"), texts, strict=True):
+        columns.add(kernel, "o", raw={"clang-tidy": text})
+    expected = columns.tables()["profile_raw"]
+    for array in (pa.array(texts, pa.string()), pa.chunked_array([pa.array(texts, pa.large_string())])):
+        got = raw_table(["k1", "k2"], "o", "clang-tidy", array)
+        assert got.column_names == expected.column_names
+        assert got.to_pylist() == expected.to_pylist()
+    with pytest.raises(ValueError, match="unknown raw profile kind"):
+        raw_table(["k1"], "o", "nsys", pa.array(["x"]))
+    with pytest.raises(ValueError, match="1 texts for 2 kernels"):
+        raw_table(["k1", "k2"], "o", "clang-tidy", pa.array(["x"]))
