@@ -1,4 +1,5 @@
-"""``streamlit run`` with Nagle's algorithm off on the server's connections (``kernel-archive serve`` runs this).
+"""``streamlit run`` with Nagle's algorithm off on the server's connections and pages that find the server at
+once (``kernel-archive serve`` runs this).
 
 Streamlit's Starlette server binds its listening socket itself, as ``socket.socket(family)``: protocol 0,
 not ``IPPROTO_TCP``. asyncio sets ``TCP_NODELAY`` on accepted connections only when their protocol is
@@ -8,7 +9,15 @@ each later piece until the browser acknowledges the first, which Linux delays by
 fetches ~100 JavaScript chunks over 6 connections and receives its elements over one websocket then waits
 on that timer again and again (measured: 44 ms per static file on a reused connection, 2 ms with
 ``TCP_NODELAY``). This module sets ``TCP_NODELAY`` on the listening socket, which Linux copies to every
-accepted connection, and then runs Streamlit's own command line unchanged.
+accepted connection.
+
+A page opened at its own address (``/map``, ``/kernel?id=...``) first looks for the server under that path:
+Streamlit's client tries ``/map/_stcore/health``, gets a 404, waits its retry period (about 100 ms) and
+then tries ``/_stcore/health``. ``MainPageHint`` tells such a page where the app's main page is, through the
+``window.__streamlit`` settings Streamlit's client reads at start-up (``BACKEND_BASE_URL`` and
+``MAIN_PAGE_BASE_URL``, streamlit/streamlit#11378 and #11537, whose authors name this 404 as what they would
+fix with it): the page's parent address, the same one the client settles on after the failed try. Then this
+module runs Streamlit's own command line unchanged.
 
 Usage (what ``kernel-archive serve`` executes):
     python -m kernel_archive.streamlit_run run app.py --server.port=8501 ...
@@ -27,8 +36,14 @@ import functools
 import socket
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 BIND_MODULE = "streamlit.web.server.starlette.starlette_server"
 BIND_FUNCTION = "_bind_socket"
@@ -63,11 +78,114 @@ def patch_streamlit_bind() -> bool:
     return True
 
 
+MAIN_PAGE_HINT = (b'<script>window.__streamlit=Object.assign((function(){var u=new URL(".",location.href).href;'
+                  b'return{BACKEND_BASE_URL:u,MAIN_PAGE_BASE_URL:u}})(),window.__streamlit)</script>')
+"""The script put before a page's first script: the app's main page (and server) is the page's parent address.
+Settings a host page already made (an embedding) are kept."""
+
+
+def is_page_path(path: str, base_url: str = "") -> bool:
+    """Whether ``path`` names one page of the app: a single segment under the server's ``base_url``.
+
+    Example:
+        >>> is_page_path("/map"), is_page_path("/"), is_page_path("/a/b"), is_page_path("/ka/map", "ka")
+        (True, False, False, True)
+    """
+    prefix = "/" + base_url.strip("/") if base_url.strip("/") else ""
+    if prefix and not path.startswith(prefix + "/"):
+        return False
+    segment = path[len(prefix):].strip("/")
+    return bool(segment) and "/" not in segment
+
+
+class MainPageHint:
+    """ASGI middleware: a page (an HTML response to ``GET``/``HEAD`` of a one-segment path) gets
+    ``MAIN_PAGE_HINT`` before its first ``<script``; everything else passes through untouched.
+
+    Example:
+        >>> MainPageHint(app=None, base_url="ka").base_url
+        'ka'
+    """
+
+    def __init__(self, app: ASGIApp, base_url: str = "") -> None:
+        self.app = app
+        self.base_url = base_url
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (scope["type"] != "http" or scope.get("method") not in ("GET", "HEAD")
+                or not is_page_path(scope.get("path", ""), self.base_url)):
+            await self.app(scope, receive, send)
+            return
+        start: Message | None = None
+        body: list[bytes] = []
+
+        async def hinted(message: Message) -> None:
+            nonlocal start
+            if message["type"] == "http.response.start":
+                headers = {key.lower(): value for key, value in message.get("headers", [])}
+                if message.get("status") == 200 and headers.get(b"content-type", b"").startswith(b"text/html"):
+                    start = message
+                    return
+            if start is None or message["type"] != "http.response.body":
+                await send(message)
+                return
+            body.append(message.get("body", b""))
+            if message.get("more_body", False):
+                return
+            await _send_hinted(send, start, b"".join(body), head=scope["method"] == "HEAD")
+
+        await self.app(scope, receive, hinted)
+
+
+async def _send_hinted(send: Send, start: Message, body: bytes, head: bool) -> None:
+    at = body.find(b"<script")
+    if at >= 0:
+        body = body[:at] + MAIN_PAGE_HINT + body[at:]
+    headers = []
+    for key, value in start.get("headers", []):
+        if key.lower() == b"content-length" and (at >= 0 or head):
+            value = str(int(value) + len(MAIN_PAGE_HINT) if head else len(body)).encode()
+        headers.append((key, value))
+    await send({**start, "headers": headers})
+    await send({"type": "http.response.body", "body": b"" if head else body, "more_body": False})
+
+
+MIDDLEWARE_MODULE = "streamlit.web.server.starlette.starlette_app"
+MIDDLEWARE_FUNCTION = "create_streamlit_middleware"
+"""Where Streamlit lists its server's middleware (private: if a release renames it, pages still load, with a
+warning, about 100 ms later)."""
+
+
+def patch_streamlit_middleware() -> bool:
+    """Add ``MainPageHint`` to Streamlit's middleware (innermost, so it sees the page before compression);
+    False (with a warning) where this Streamlit has no such list to extend."""
+    import importlib
+
+    module = importlib.import_module(MIDDLEWARE_MODULE)
+    original: Callable[[], list[Any]] | None = getattr(module, MIDDLEWARE_FUNCTION, None)
+    if original is None:
+        warnings.warn(f"{MIDDLEWARE_MODULE}.{MIDDLEWARE_FUNCTION} is gone: pages opened at their own address "
+                      "look for the server there first (each loads about 100 ms later)", RuntimeWarning, stacklevel=2)
+        return False
+
+    @functools.wraps(original)
+    def middleware() -> list[Any]:
+        from starlette.middleware import Middleware
+        from streamlit import config
+
+        return [*original(), Middleware(MainPageHint, base_url=config.get_option("server.baseUrlPath") or "")]
+
+    setattr(module, MIDDLEWARE_FUNCTION, middleware)
+    return True
+
+
 def main() -> None:
-    """Patch the bind, then hand the command line to Streamlit's CLI (``sys.argv[1:]`` as ``streamlit``'s)."""
+    """Patch the bind and the middleware, then hand the command line to Streamlit's CLI (``sys.argv[1:]`` as
+    ``streamlit``'s)."""
     from streamlit.web.cli import main as streamlit_main
 
     patch_streamlit_bind()
+    patch_streamlit_middleware()
     sys.argv[0] = "streamlit"
     streamlit_main()
 

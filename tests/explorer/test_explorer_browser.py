@@ -382,6 +382,8 @@ def test_verdicts_are_on_the_leaderboard_and_the_kernel_header(served: Served, p
 
 
 def test_navigation_keeps_its_place(served: Served, page: Any) -> None:
+    requested: list[str] = []
+    page.on("request", lambda request: requested.append(request.url))
     page.goto(f"{served.url}/?source=sakana&q=Conv")
     _settle(page)
     table = page.locator('[data-testid="stDataFrame"]').first
@@ -402,6 +404,10 @@ def test_navigation_keeps_its_place(served: Served, page: Any) -> None:
     page.goto(f"{served.url}/nonexistent")
     _settle(page)
     assert page.get_by_role("heading", level=1).first.inner_text().strip() == "Page not found"
+    # pages opened at their own address asked the server at the app's root, never under their own path first
+    # (kernel_archive.streamlit_run.MainPageHint)
+    health = [url.removeprefix(served.url) for url in requested if url.endswith("_stcore/health")]
+    assert health and set(health) == {"/_stcore/health"}, health
 
 
 def _embedded(served: Served) -> None:

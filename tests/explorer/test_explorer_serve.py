@@ -102,3 +102,87 @@ def test_serve_demo_builds_the_demo_once_then_serves_it(tmp_path, monkeypatch) -
     assert launched[-1]["KERNEL_ARCHIVE_DB"] == str(target.resolve())
     again = CliRunner().invoke(app, ["serve", "--demo"])
     assert "already built" in " ".join(again.output.split())
+
+
+def _asgi(scope: dict, app: object) -> list[dict]:
+    """Run one request through an ASGI app; the messages it sent."""
+    import asyncio
+
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    asyncio.run(app(scope, receive, send))  # type: ignore[operator]
+    return sent
+
+
+def _page_app(body: bytes, content_type: bytes = b"text/html; charset=utf-8", status: int = 200) -> object:
+    """An app answering every request with ``body`` in two pieces, as a file response streams it."""
+    async def app(scope: dict, receive: object, send: object) -> None:
+        await send({"type": "http.response.start", "status": status,  # type: ignore[operator]
+                    "headers": [(b"content-type", content_type), (b"content-length", str(len(body)).encode()),
+                                (b"etag", b'"x"')]})
+        half = len(body) // 2
+        await send({"type": "http.response.body", "body": body[:half], "more_body": True})  # type: ignore[operator]
+        await send({"type": "http.response.body", "body": body[half:], "more_body": False})  # type: ignore[operator]
+
+    return app
+
+
+INDEX = b'<html><head><script>window.prerenderReady = false</script><script type="module" src="./x.js"></script>'
+
+
+def _request(path: str, method: str = "GET") -> dict:
+    return {"type": "http", "method": method, "path": path, "headers": []}
+
+
+def test_a_page_gets_the_main_page_hint_before_its_first_script() -> None:
+    sent = _asgi(_request("/map"), streamlit_run.MainPageHint(_page_app(INDEX)))
+    start, body = sent[0], b"".join(m.get("body", b"") for m in sent[1:])
+    assert body == INDEX.replace(b"<script>", streamlit_run.MAIN_PAGE_HINT + b"<script>", 1)
+    assert body.index(streamlit_run.MAIN_PAGE_HINT) < body.index(b'type="module"')
+    assert dict(start["headers"])[b"content-length"] == str(len(body)).encode()
+    assert dict(start["headers"])[b"etag"] == b'"x"' and start["status"] == 200
+    head = _asgi(_request("/kernel", "HEAD"), streamlit_run.MainPageHint(_page_app(INDEX)))
+    assert dict(head[0]["headers"])[b"content-length"] == str(len(INDEX) + len(streamlit_run.MAIN_PAGE_HINT)).encode()
+    assert b"".join(m.get("body", b"") for m in head[1:]) == b""
+    based = _asgi(_request("/ka/map"), streamlit_run.MainPageHint(_page_app(INDEX), base_url="ka"))
+    assert streamlit_run.MAIN_PAGE_HINT in b"".join(m.get("body", b"") for m in based[1:])
+
+
+@pytest.mark.parametrize(("path", "method", "content_type", "status"), [
+    ("/", "GET", b"text/html", 200),               # the main page finds the server at its own address
+    ("/a/b", "GET", b"text/html", 200),            # two segments: Streamlit's own search is left as it is
+    ("/map", "POST", b"text/html", 200),
+    ("/map", "GET", b"application/json", 200),     # not a page
+    ("/map", "GET", b"text/html", 304),            # the browser's copy (hinted when it was sent) stays
+    ("/map", "GET", b"text/html", 404),
+])
+def test_everything_but_a_page_passes_through_untouched(path: str, method: str, content_type: bytes,
+                                                         status: int) -> None:
+    plain = _asgi(_request(path, method), _page_app(INDEX, content_type, status))
+    hinted = _asgi(_request(path, method), streamlit_run.MainPageHint(_page_app(INDEX, content_type, status)))
+    assert hinted == plain
+
+
+def test_a_page_without_a_script_is_sent_as_it_is() -> None:
+    page = b"<html><body>no scripts</body></html>"
+    sent = _asgi(_request("/map"), streamlit_run.MainPageHint(_page_app(page)))
+    assert b"".join(m.get("body", b"") for m in sent[1:]) == page
+    assert dict(sent[0]["headers"])[b"content-length"] == str(len(page)).encode()
+
+
+def test_streamlits_middleware_ends_with_the_main_page_hint(monkeypatch) -> None:  # noqa: ANN001
+    import importlib
+
+    module = importlib.import_module(streamlit_run.MIDDLEWARE_MODULE)
+    monkeypatch.setattr(module, streamlit_run.MIDDLEWARE_FUNCTION, getattr(module, streamlit_run.MIDDLEWARE_FUNCTION))
+    before = getattr(module, streamlit_run.MIDDLEWARE_FUNCTION)()
+    assert streamlit_run.patch_streamlit_middleware()
+    after = getattr(module, streamlit_run.MIDDLEWARE_FUNCTION)()
+    assert [m.cls for m in after[:-1]] == [m.cls for m in before]
+    assert after[-1].cls is streamlit_run.MainPageHint and after[-1].kwargs == {"base_url": ""}
