@@ -108,6 +108,19 @@ def matching_brace(text: str, open_at: int) -> int:
         >>> matching_brace("f() { if (x) { y; } } z", 4)
         21
     """
+    if not text.startswith("{", open_at):
+        return _matching_brace_scan(text, open_at)
+    depth, at = 1, open_at + 1
+    while (close := text.find("}", at)) >= 0:
+        # every ``{`` before the next ``}`` opens a level that ``}`` and later ones must close first
+        depth += text.count("{", at, close) - 1
+        if depth == 0:
+            return close + 1
+        at = close + 1
+    return len(text)
+
+
+def _matching_brace_scan(text: str, open_at: int) -> int:
     depth = 0
     for match in _BRACES.finditer(text, open_at):
         depth += 1 if match.group(0) == "{" else -1

@@ -39,6 +39,27 @@ def test_matching_brace() -> None:
     assert matching_brace("{ {", 0) == 3
 
 
+def test_matching_brace_counts_as_a_brace_by_brace_scan_does() -> None:
+    """``matching_brace`` counts the braces between closing ones with ``str.count``; every text and start gives
+    what a scan of each brace in turn gives (a start that is not ``{`` included)."""
+    import random
+    import re
+
+    def scanned(text: str, open_at: int) -> int:
+        depth = 0
+        for match in re.finditer(r"[{}]", text[open_at:]):
+            depth += 1 if match.group(0) == "{" else -1
+            if depth == 0:
+                return open_at + match.end()
+        return len(text)
+
+    rng = random.Random(7)
+    for _ in range(3000):
+        text = "".join(rng.choice("{}a\n") for _ in range(rng.randrange(40)))
+        for open_at in range(len(text) + 1):
+            assert matching_brace(text, open_at) == scanned(text, open_at), (text, open_at)
+
+
 def test_unrolled_cpp_tokens_match_the_per_character_ones() -> None:
     """``_CPP_TOKENS`` is written unrolled for speed; it must find exactly the tokens of the plain form."""
     import random
