@@ -23,6 +23,10 @@ class PageSpec:
     """One page of the app: its script (relative to ``app.py``), title, icon and URL path.
 
     Detail pages (a task, a kernel) stay out of the menu; links and ``?kernel=ID`` deep links reach them.
+    ``preload`` names Streamlit front-end chunks the page always draws with (a file name of
+    ``streamlit/static/static/js`` before its hash): the page's HTML asks for them and what they import at once,
+    so a fresh browser fetches and compiles them while Streamlit starts, not after the page's first element
+    arrives (``kernel_archive.streamlit_run``).
     """
 
     script: str
@@ -31,13 +35,14 @@ class PageSpec:
     url_path: str
     default: bool = False
     in_menu: bool = True
+    preload: tuple[str, ...] = ()
 
 
 PAGES: tuple[PageSpec, ...] = (
     PageSpec("explorer/pages/leaderboard.py", "Leaderboard", ":material/leaderboard:", "leaderboard", default=True),
     PageSpec("explorer/pages/task.py", "Task", ":material/assignment:", "task", in_menu=False),
     PageSpec("explorer/pages/kernel.py", "Kernel", ":material/memory:", "kernel", in_menu=False),
-    PageSpec("explorer/pages/map.py", "Map", ":material/scatter_plot:", "map"),
+    PageSpec("explorer/pages/map.py", "Map", ":material/scatter_plot:", "map", preload=("EChartsChart",)),
     PageSpec("explorer/pages/sources.py", "Sources & stats", ":material/database:", "sources"),
     PageSpec("explorer/pages/export.py", "Export", ":material/download:", "export"),
 )

@@ -16,8 +16,9 @@ Streamlit's client tries ``/map/_stcore/health``, gets a 404, waits its retry pe
 then tries ``/_stcore/health``. ``MainPageHint`` tells such a page where the app's main page is, through the
 ``window.__streamlit`` settings Streamlit's client reads at start-up (``BACKEND_BASE_URL`` and
 ``MAIN_PAGE_BASE_URL``, streamlit/streamlit#11378 and #11537, whose authors name this 404 as what they would
-fix with it): the page's parent address, the same one the client settles on after the failed try. Then this
-module runs Streamlit's own command line unchanged.
+fix with it): the page's parent address, the same one the client settles on after the failed try. A page
+that names front-end chunks to preload (``explorer.PageSpec.preload``) also gets ``<link rel="modulepreload">``
+tags for them and every module they import. Then this module runs Streamlit's own command line unchanged.
 
 Usage (what ``kernel-archive serve`` executes):
     python -m kernel_archive.streamlit_run run app.py --server.port=8501 ...
@@ -33,10 +34,13 @@ Example:
 from __future__ import annotations
 
 import functools
+import html
+import re
 import socket
 import sys
 import warnings
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
+from pathlib import Path
 from typing import Any
 
 Scope = MutableMapping[str, Any]
@@ -98,18 +102,86 @@ def is_page_path(path: str, base_url: str = "") -> bool:
     return bool(segment) and "/" not in segment
 
 
+_STATIC_IMPORT = re.compile(r'(?:\bfrom|\bimport)\s*"\./([\w.\-]+\.js)"')
+"""A static import of a sibling chunk in Streamlit's minified ES modules (``import{t as s}from"./x.AbC1.js"``,
+``import"./src.x.js"``); dynamic ``import("./...")`` calls load later, when used, and are not followed."""
+
+
+def module_closure(js_dir: Path, names: Iterable[str], index_html: str = "") -> tuple[list[str], list[str]]:
+    """The chunk files of ``js_dir`` that the chunks ``names`` (file names before their hash) import,
+    transitively, themselves included, leaving out those ``index_html`` preloads already; and the names that
+    match no file (a Streamlit release that renamed them).
+
+    Example:
+        >>> import tempfile
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> _ = (folder / "Chart.a1.js").write_text('import{t as e}from"./dep.b2.js";import"./base.c3.js";')
+        >>> _ = (folder / "dep.b2.js").write_text('import"./Chart.a1.js";')
+        >>> _ = (folder / "base.c3.js").write_text("")
+        >>> module_closure(folder, ["Chart", "Gone"], index_html='<link href="./static/js/base.c3.js">')
+        (['Chart.a1.js', 'dep.b2.js'], ['Gone'])
+    """
+    todo, missing = [], []
+    for name in names:
+        found = sorted(js_dir.glob(f"{name}.*.js"))
+        if found:
+            todo.append(found[0].name)
+        else:
+            missing.append(name)
+    seen: set[str] = set()
+    while todo:
+        file = todo.pop()
+        if file in seen or not (js_dir / file).is_file():
+            continue
+        seen.add(file)
+        todo.extend(_STATIC_IMPORT.findall((js_dir / file).read_text(encoding="utf-8", errors="replace")))
+    return sorted(file for file in seen if f"/{file}" not in index_html), missing
+
+
+def preload_links(files: Iterable[str]) -> bytes:
+    """``<link rel="modulepreload">`` tags for chunk files of ``static/js``, as Streamlit's own index.html
+    writes them (relative, so they resolve under any base path).
+
+    Example:
+        >>> preload_links(["x.a1.js"])
+        b'<link rel="modulepreload" crossorigin href="./static/js/x.a1.js">'
+    """
+    return b"".join(f'<link rel="modulepreload" crossorigin href="./static/js/{html.escape(file)}">'.encode()
+                    for file in files)
+
+
+def page_preloads(pages: Iterable[Any], static_dir: Path) -> dict[str, bytes]:
+    """Page URL path -> the preload tags of its ``preload`` chunks (``explorer.PageSpec``), for pages that name
+    any; warns about chunk names this Streamlit does not have."""
+    index_html = (static_dir / "index.html").read_text(encoding="utf-8") if (static_dir / "index.html").is_file() else ""
+    out = {}
+    for page in pages:
+        if not page.preload:
+            continue
+        files, missing = module_closure(static_dir / "static" / "js", page.preload, index_html)
+        if missing:
+            warnings.warn(f"page {page.url_path!r}: no Streamlit chunk named {', '.join(missing)} to preload "
+                          "(renamed in this Streamlit release?); the page loads them when drawn", RuntimeWarning,
+                          stacklevel=2)
+        if files:
+            out[page.url_path] = preload_links(files)
+    return out
+
+
 class MainPageHint:
     """ASGI middleware: a page (an HTML response to ``GET``/``HEAD`` of a one-segment path) gets
-    ``MAIN_PAGE_HINT`` before its first ``<script``; everything else passes through untouched.
+    ``MAIN_PAGE_HINT`` before its first ``<script``, and the page's ``preloads`` after it; everything else
+    passes through untouched.
 
     Example:
         >>> MainPageHint(app=None, base_url="ka").base_url
         'ka'
     """
 
-    def __init__(self, app: ASGIApp, base_url: str = "") -> None:
+    def __init__(self, app: ASGIApp, base_url: str = "", preloads: Mapping[str, bytes] | None = None) -> None:
         self.app = app
         self.base_url = base_url
+        self.preloads = dict(preloads or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (scope["type"] != "http" or scope.get("method") not in ("GET", "HEAD")
@@ -132,19 +204,21 @@ class MainPageHint:
             body.append(message.get("body", b""))
             if message.get("more_body", False):
                 return
-            await _send_hinted(send, start, b"".join(body), head=scope["method"] == "HEAD")
+            page = scope["path"].rstrip("/").rsplit("/", 1)[-1]
+            inserted = MAIN_PAGE_HINT + self.preloads.get(page, b"")
+            await _send_hinted(send, start, b"".join(body), inserted, head=scope["method"] == "HEAD")
 
         await self.app(scope, receive, hinted)
 
 
-async def _send_hinted(send: Send, start: Message, body: bytes, head: bool) -> None:
+async def _send_hinted(send: Send, start: Message, body: bytes, inserted: bytes, head: bool) -> None:
     at = body.find(b"<script")
     if at >= 0:
-        body = body[:at] + MAIN_PAGE_HINT + body[at:]
+        body = body[:at] + inserted + body[at:]
     headers = []
     for key, value in start.get("headers", []):
         if key.lower() == b"content-length" and (at >= 0 or head):
-            value = str(int(value) + len(MAIN_PAGE_HINT) if head else len(body)).encode()
+            value = str(int(value) + len(inserted) if head else len(body)).encode()
         headers.append((key, value))
     await send({**start, "headers": headers})
     await send({"type": "http.response.body", "body": b"" if head else body, "more_body": False})
@@ -170,10 +244,15 @@ def patch_streamlit_middleware() -> bool:
 
     @functools.wraps(original)
     def middleware() -> list[Any]:
+        import streamlit
         from starlette.middleware import Middleware
         from streamlit import config
 
-        return [*original(), Middleware(MainPageHint, base_url=config.get_option("server.baseUrlPath") or "")]
+        from explorer import PAGES
+
+        preloads = page_preloads(PAGES, Path(streamlit.__file__).parent / "static")
+        return [*original(), Middleware(MainPageHint, base_url=config.get_option("server.baseUrlPath") or "",
+                                        preloads=preloads)]
 
     setattr(module, MIDDLEWARE_FUNCTION, middleware)
     return True

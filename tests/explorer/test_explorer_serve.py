@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from archive_db.connection import connect
-from explorer import APP_FILE
+from explorer import APP_FILE, PAGES
 from kernel_archive import streamlit_run
 from kernel_archive.cli.commands.serve import streamlit_command
 from kernel_archive.serving import serving
@@ -185,4 +185,45 @@ def test_streamlits_middleware_ends_with_the_main_page_hint(monkeypatch) -> None
     assert streamlit_run.patch_streamlit_middleware()
     after = getattr(module, streamlit_run.MIDDLEWARE_FUNCTION)()
     assert [m.cls for m in after[:-1]] == [m.cls for m in before]
-    assert after[-1].cls is streamlit_run.MainPageHint and after[-1].kwargs == {"base_url": ""}
+    assert after[-1].cls is streamlit_run.MainPageHint and after[-1].kwargs["base_url"] == ""
+    assert set(after[-1].kwargs["preloads"]) == {page.url_path for page in PAGES if page.preload}
+
+
+def test_a_page_that_names_chunks_to_preload_gets_their_links_after_the_hint() -> None:
+    links = streamlit_run.preload_links(["EChartsChart.x1.js", "dep.y2.js"])
+    app = streamlit_run.MainPageHint(_page_app(INDEX), preloads={"map": links})
+    body = b"".join(m.get("body", b"") for m in _asgi(_request("/map"), app)[1:])
+    assert body == INDEX.replace(b"<script>", streamlit_run.MAIN_PAGE_HINT + links + b"<script>", 1)
+    other = b"".join(m.get("body", b"") for m in _asgi(_request("/kernel"), app)[1:])
+    assert links not in other and streamlit_run.MAIN_PAGE_HINT in other
+    head = _asgi(_request("/map", "HEAD"), app)
+    assert dict(head[0]["headers"])[b"content-length"] == str(len(body)).encode()
+
+
+def test_every_chunk_a_page_preloads_is_in_this_streamlit_with_all_it_imports() -> None:
+    """Chunk names are Streamlit's (before their hash): a release that renames one fails here, not silently."""
+    import streamlit
+
+    static = Path(streamlit.__file__).parent / "static"
+    index_html = (static / "index.html").read_text()
+    for page in PAGES:
+        if not page.preload:
+            continue
+        files, missing = streamlit_run.module_closure(static / "static" / "js", page.preload, index_html)
+        assert missing == [], page.url_path
+        assert any(file.startswith(f"{name}.") for name in page.preload for file in files)
+        for file in files:
+            imported = streamlit_run._STATIC_IMPORT.findall((static / "static" / "js" / file).read_text())
+            assert all(dep in files or f"/{dep}" in index_html for dep in imported), (file, imported)
+    with pytest.warns(RuntimeWarning, match="no Streamlit chunk named NoSuchChunk"):
+        streamlit_run.page_preloads([PAGES[0].__class__("x.py", "X", "", "x", preload=("NoSuchChunk",))], static)
+
+
+def test_the_served_map_page_preloads_its_chart_and_finds_the_server_at_the_root(tmp_path: Path) -> None:
+    with serving(tmp_path / "absent.duckdb") as url:
+        with urllib.request.urlopen(f"{url}/map", timeout=10) as response:
+            page = response.read()
+        with urllib.request.urlopen(f"{url}/", timeout=10) as response:
+            main = response.read()
+    assert streamlit_run.MAIN_PAGE_HINT in page and b'rel="modulepreload" crossorigin href="./static/js/EChartsChart.' in page
+    assert streamlit_run.MAIN_PAGE_HINT not in main and b"EChartsChart" not in main
