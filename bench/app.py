@@ -1,6 +1,6 @@
 """Explorer page timings on the 30k-kernel benchmark archive: each page's queries, first render, warm render.
 
-For every page (leaderboard, kernel, task, map, sources) it measures, as medians over ``--repeat`` runs:
+For every page (leaderboard, kernel, task, map, sources, export) it measures, as medians over ``--repeat`` runs:
 
 - ``queries``: the page's named queries as the app runs them uncached (``explorer.archive.run_query``:
   open the archive read-only, query, close), one after the other;
@@ -27,7 +27,7 @@ Usage:
 
 Example:
     >>> PAGE_KEYS
-    ('leaderboard', 'kernel', 'task', 'map', 'sources')
+    ('leaderboard', 'kernel', 'task', 'map', 'sources', 'export')
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._archive_gen import FULL_ROWS, build_benchmark_archive  # noqa: E402
 
-PAGE_KEYS = ("leaderboard", "kernel", "task", "map", "sources")
+PAGE_KEYS = ("leaderboard", "kernel", "task", "map", "sources", "export")
 DEFAULT_DB = Path(tempfile.gettempdir()) / "kernel-archive-bench" / "bench-app-30k.duckdb"
 TARGET_MS = 1000.0
 
@@ -93,6 +93,7 @@ def ensure_embedded(db: Path) -> None:
 def plan_pages(db: Path) -> list[PagePlan]:
     """What each page shows on this archive: the top leaderboard kernel, the task with most kernels."""
     from archive_db.connection import connect
+    from archive_db.export import ExportRequest
     from archive_db.overviews import current_layout
     from archive_db.queries import LeaderboardFilter, leaderboard
     from explorer.filters import CHOICES
@@ -119,7 +120,15 @@ def plan_pages(db: Path) -> list[PagePlan]:
         PagePlan("sources", "sources", {}, [("totals",), ("source_stats",), ("source_gpu_stats",),
                                             ("source_origins",), ("embedding_status",)],
                  ready='[data-testid="stDataFrame"]'),
+        PagePlan("export", "export", {}, [("totals",), *[("distinct_values", field) for field in EXPORT_FIELDS],
+                                          ("build_export", ExportRequest("sft"))],
+                 ready='[data-testid="stDataFrame"]'),
     ]
+
+
+EXPORT_FIELDS = ("level", "source", "gpu", "category", "tag")
+"""The export page's filter choices (``explorer/pages/export.py``: ``CHOICES``); its first view builds the
+default request, an SFT dataset of the whole archive."""
 
 
 MAP_READY = '[data-testid="stEChartsChart"] canvas'
