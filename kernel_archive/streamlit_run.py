@@ -227,7 +227,7 @@ async def _send_hinted(send: Send, start: Message, body: bytes, inserted: bytes,
 MIDDLEWARE_MODULE = "streamlit.web.server.starlette.starlette_app"
 MIDDLEWARE_FUNCTION = "create_streamlit_middleware"
 """Where Streamlit lists its server's middleware (private: if a release renames it, pages still load, with a
-warning, about 100 ms later)."""
+warning, about 0.2 s later)."""
 
 
 def patch_streamlit_middleware() -> bool:
@@ -239,7 +239,7 @@ def patch_streamlit_middleware() -> bool:
     original: Callable[[], list[Any]] | None = getattr(module, MIDDLEWARE_FUNCTION, None)
     if original is None:
         warnings.warn(f"{MIDDLEWARE_MODULE}.{MIDDLEWARE_FUNCTION} is gone: pages opened at their own address "
-                      "look for the server there first (each loads about 100 ms later)", RuntimeWarning, stacklevel=2)
+                      "look for the server there first (each loads about 0.2 s later)", RuntimeWarning, stacklevel=2)
         return False
 
     @functools.wraps(original)
