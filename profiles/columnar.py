@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from profiles.clang_tidy import ClangTidyReport, FindingRow
 from profiles.ncu import MetricRow, NcuProfile, RuleRow
-from profiles.store import RAW_KINDS
+from profiles.store import check_raw_kind
 from profiles.torch_profile import EventRow, TorchEvent
 
 TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
@@ -117,8 +117,7 @@ class ProfileColumns:
                 "col": [x.column for x in f], "severity": [x.severity for x in f], "check_name": [x.check for x in f],
                 "message": [x.message for x in f]})
         for kind, text in (raw or {}).items():
-            if kind not in RAW_KINDS:
-                raise ValueError(f"unknown raw profile kind {kind!r}; expected one of {', '.join(RAW_KINDS)}")
+            check_raw_kind(kind)
             if text is not None:
                 self._extend("profile_raw", kernel_id, origin, 1, {"kind": [kind], "raw": [text]})
 
@@ -137,14 +136,13 @@ def raw_table(kernel_ids: Sequence[str], origin: str, kind: str, texts: pa.Array
     parquet), so a reader that holds its input as Arrow stores the text without making Python strings of it.
 
     Raises:
-        ValueError: a ``kind`` outside RAW_KINDS, or as many texts as kernels.
+        ValueError: a ``kind`` outside RAW_KINDS, or not as many texts as kernels.
 
     Example:
         >>> raw_table(["k1"], "demo", "clang-tidy", pa.array(["k.cu:1:2: warning: w [c]"])).num_rows
         1
     """
-    if kind not in RAW_KINDS:
-        raise ValueError(f"unknown raw profile kind {kind!r}; expected one of {', '.join(RAW_KINDS)}")
+    check_raw_kind(kind)
     if len(texts) != len(kernel_ids):
         raise ValueError(f"{len(texts)} texts for {len(kernel_ids)} kernels")
     n = len(kernel_ids)

@@ -27,6 +27,16 @@ from profiles.torch_profile import TorchEvent
 RAW_KINDS = ("ncu", "torch", "clang-tidy")
 
 
+def check_raw_kind(kind: str) -> None:
+    """Refuse a ``profile_raw`` kind outside RAW_KINDS.
+
+    Raises:
+        ValueError: naming the kind and the known ones.
+    """
+    if kind not in RAW_KINDS:
+        raise ValueError(f"unknown raw profile kind {kind!r}; expected one of {', '.join(RAW_KINDS)}")
+
+
 def add_profiles(
     bundle: Bundle,
     kernel_id: str,
@@ -76,7 +86,6 @@ def add_profiles(
                 line=f.line, col=f.column, severity=f.severity, check_name=f.check, message=f.message,
             )
     for kind, text in (raw or {}).items():
-        if kind not in RAW_KINDS:
-            raise ValueError(f"unknown raw profile kind {kind!r}; expected one of {', '.join(RAW_KINDS)}")
+        check_raw_kind(kind)
         if text is not None:
             bundle.add("profile_raw", kernel_id=kernel_id, origin=origin, kind=kind, raw=text)
