@@ -88,18 +88,18 @@ MAIN_PAGE_HINT = (b'<script>window.__streamlit=Object.assign((function(){var u=n
 Settings a host page already made (an embedding) are kept."""
 
 
-def is_page_path(path: str, base_url: str = "") -> bool:
-    """Whether ``path`` names one page of the app: a single segment under the server's ``base_url``.
+def page_of(path: str, base_url: str = "") -> str | None:
+    """The page ``path`` names when it is a single segment under the server's ``base_url``, else None.
 
     Example:
-        >>> is_page_path("/map"), is_page_path("/"), is_page_path("/a/b"), is_page_path("/ka/map", "ka")
-        (True, False, False, True)
+        >>> page_of("/map"), page_of("/"), page_of("/a/b"), page_of("/ka/map", "ka")
+        ('map', None, None, 'map')
     """
     prefix = "/" + base_url.strip("/") if base_url.strip("/") else ""
     if prefix and not path.startswith(prefix + "/"):
-        return False
+        return None
     segment = path[len(prefix):].strip("/")
-    return bool(segment) and "/" not in segment
+    return segment if segment and "/" not in segment else None
 
 
 _STATIC_IMPORT = re.compile(r'(?:\bfrom|\bimport)\s*"\./([\w.\-]+\.js)"')
@@ -184,8 +184,8 @@ class MainPageHint:
         self.preloads = dict(preloads or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if (scope["type"] != "http" or scope.get("method") not in ("GET", "HEAD")
-                or not is_page_path(scope.get("path", ""), self.base_url)):
+        page = page_of(scope.get("path", ""), self.base_url) if scope["type"] == "http" else None
+        if page is None or scope.get("method") not in ("GET", "HEAD"):
             await self.app(scope, receive, send)
             return
         start: Message | None = None
@@ -204,7 +204,6 @@ class MainPageHint:
             body.append(message.get("body", b""))
             if message.get("more_body", False):
                 return
-            page = scope["path"].rstrip("/").rsplit("/", 1)[-1]
             inserted = MAIN_PAGE_HINT + self.preloads.get(page, b"")
             await _send_hinted(send, start, b"".join(body), inserted, head=scope["method"] == "HEAD")
 
