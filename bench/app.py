@@ -96,6 +96,7 @@ def plan_pages(db: Path) -> list[PagePlan]:
     from archive_db.export import ExportRequest
     from archive_db.overviews import current_layout
     from archive_db.queries import LeaderboardFilter, leaderboard
+    from explorer.code_view import CONTAINER_CLASS
     from explorer.filters import CHOICES
 
     with connect(db, read_only=True) as con:
@@ -112,7 +113,7 @@ def plan_pages(db: Path) -> list[PagePlan]:
             ("leaderboard_summary", f), ("leaderboard_size", f), ("leaderboard", f)],
             ready='[data-testid="stDataFrame"]'),
         PagePlan("kernel", "kernel", {"kernel": kernel_id}, [("totals",), ("kernel_detail", kernel_id)],
-                 ready='[data-testid="stHtml"] .ka-code'),
+                 ready=f'[data-testid="stHtml"] .{CONTAINER_CLASS}'),
         PagePlan("task", "task", {"task": task_id}, [("totals",), ("task_detail", task_id)],
                  ready='[data-testid="stVegaLiteChart"] .mark-symbol path'),
         PagePlan("map", "map", {}, [("totals",), ("current_layout",),
