@@ -117,7 +117,7 @@ def stored_keys(path: Path) -> set[str]:
 
 def run_pass(name: str, jobs: list[VerifyJob], options: VerifyOptions, out: Path, *, gpus: str | None,
              compile_workers: int | None, cache: Path, budget_s: float, resume: bool = False,
-             ray: str | None = None, grace_s: float | None = None) -> Recorder:
+             ray: str | None = None, grace_s: float | None = None, slots_per_gpu: int | None = None) -> Recorder:
     """One batch over ``jobs`` into ``out/reports-NAME.jsonl`` (with ``resume``, only those it does not hold)."""
     path = out / f"reports-{name}.jsonl"
     done = stored_keys(path) if resume else set()
@@ -127,8 +127,8 @@ def run_pass(name: str, jobs: list[VerifyJob], options: VerifyOptions, out: Path
     print(f"{name}: {len(todo)} kernels ({len(jobs) - len(todo)} stored before), budget {budget_s:.0f}s",
           file=sys.stderr, flush=True)
     recorder = Recorder(path, len(todo))
-    verify_jobs(todo, options, recorder, force=True, gpus=gpus, compile_workers=compile_workers, build_cache=cache,
-                time_budget_s=budget_s, stop_after_s=None if grace_s is None else budget_s + grace_s, ray=ray)
+    verify_jobs(todo, options, recorder, force=True, gpus=gpus, compile_workers=compile_workers,
+                slots_per_gpu=slots_per_gpu, build_cache=cache, time_budget_s=budget_s, stop_after_s=None if grace_s is None else budget_s + grace_s, ray=ray)
     recorder.stats.finished_at = time.monotonic()
     return recorder
 
@@ -140,10 +140,11 @@ def scaling(args: argparse.Namespace, finished: list[VerifyJob], options: Verify
 
     gpus = parse_gpus(args.gpus)
     one = run_pass("scaling-1gpu", finished, options, args.out, gpus=gpus[0], compile_workers=1, cache=cache,
-                   budget_s=args.budget_s * 0.25, grace_s=args.grace_s)
+                   budget_s=args.budget_s * 0.25, grace_s=args.grace_s, slots_per_gpu=args.slots_per_gpu)
     same = [j for j in finished if j.key in one.reports]
     every = run_pass("scaling-all", same, options, args.out, gpus=",".join(gpus), compile_workers=args.compile_workers,
-                     cache=cache, budget_s=args.budget_s * 0.25, grace_s=args.grace_s)
+                     cache=cache, budget_s=args.budget_s * 0.25, grace_s=args.grace_s,
+                     slots_per_gpu=args.slots_per_gpu)
     per_min_1 = one.stats.per_minute(one.stats.finished_at)
     per_min_all = every.stats.per_minute(every.stats.finished_at)
     complete = every.stats.done == len(same)
@@ -204,7 +205,8 @@ def kill_and_restart(args: argparse.Namespace, keys: list[str], out: Path, cache
     results.unlink(missing_ok=True)
     command = [sys.executable, __file__, "--child", str(results), "--keys", ",".join(keys), "--jsonl", str(args.jsonl),
                "--build-cache", str(cache), "--device", args.device, "--trials", str(args.trials),
-               "--target-seconds", str(args.target_seconds), *(["--gpus", args.gpus] if args.gpus else [])]
+               "--target-seconds", str(args.target_seconds), *(["--gpus", args.gpus] if args.gpus else []),
+               *(["--slots-per-gpu", str(args.slots_per_gpu)] if args.slots_per_gpu else [])]
     first = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + args.budget_s
     while time.monotonic() < deadline and first.poll() is None and (
@@ -235,7 +237,8 @@ def child(args: argparse.Namespace) -> int:
         with results.open("a") as out:
             out.write(json.dumps({"key": job.key, "status": report.get("status")}) + "\n")
 
-    verify_jobs(jobs, options_of(args), store, done=done, gpus=args.gpus, build_cache=args.build_cache)
+    verify_jobs(jobs, options_of(args), store, done=done, gpus=args.gpus, build_cache=args.build_cache,
+                slots_per_gpu=args.slots_per_gpu)
     return 0
 
 
@@ -265,7 +268,8 @@ def main() -> int:
                         help="stop the kernels still running this long after their pass's budget (not reported: "
                              "--resume verifies them again); default: let them finish")
     parser.add_argument("--gpus", help="GPUs (count or ids; default every visible one)")
-    parser.add_argument("--compile-workers", type=int, help="builds at once (default cores / 2)")
+    parser.add_argument("--compile-workers", type=int, help="builds at once (default: a core each, left after the slots)")
+    parser.add_argument("--slots-per-gpu", type=int, help="verifications started at once per GPU (default 3)")
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"), help="cpu only exercises the logic")
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--target-seconds", type=float, default=1.0, help="each timed series (the CLI's default)")
@@ -290,11 +294,11 @@ def main() -> int:
     cache = args.build_cache.resolve() if args.build_cache else Path(tempfile.mkdtemp(prefix="ka-bench-builds-"))
     cold = run_pass("cold", jobs, options, args.out, gpus=args.gpus, compile_workers=args.compile_workers,
                     cache=cache, budget_s=args.budget_s * (0.5 if args.warm else 0.85), resume=args.resume,
-                    ray=args.ray, grace_s=args.grace_s)
+                    ray=args.ray, grace_s=args.grace_s, slots_per_gpu=args.slots_per_gpu)
     finished = [j for j in jobs if j.key in cold.reports]
     warm = run_pass("warm", finished if args.warm else [], options, args.out, gpus=args.gpus,
                     compile_workers=args.compile_workers, cache=cache, budget_s=args.budget_s * 0.25, ray=args.ray,
-                    grace_s=args.grace_s)
+                    grace_s=args.grace_s, slots_per_gpu=args.slots_per_gpu)
     result: dict[str, Any] = {
         "n_kernels": len(jobs), "n_stored_before": len(jobs) - cold.stats.total, "n_cold": cold.stats.done,
         "n_warm": warm.stats.done,

@@ -47,6 +47,7 @@ def verify_jobs(
     force: bool = False,
     gpus: str | int | None = None,
     compile_workers: int | None = None,
+    slots_per_gpu: int | None = None,
     build_cache: str | os.PathLike[str] | bool | None = None,
     ray: str | None = None,
     ray_init: dict[str, Any] | None = None,
@@ -59,7 +60,9 @@ def verify_jobs(
 
     Args:
         gpus: GPUs for the batch: a count or a comma list of ids (default: every visible GPU).
-        compile_workers: builds at once (default: the cores left after the GPU workers, two per build).
+        compile_workers: builds at once (default: one per core left after the GPU slots).
+        slots_per_gpu: verifications started at once per GPU (default ``SLOTS_PER_GPU``); their GPU work takes
+            turns behind the GPU's gate, the others start up and judge meanwhile.
         build_cache: the build cache folder (default ``~/.cache/kernel-archive/builds``); False: none.
         ray: a Ray cluster address, or ``local`` to start one here.
         ray_init: extra ``ray.init`` arguments (tests start a small local instance).
@@ -72,9 +75,9 @@ def verify_jobs(
     Returns:
         How many reports ended in each status (``error`` for a script that gave none).
     """
-    if any(v is not None for v in (gpus, compile_workers, build_cache, ray)):
+    if any(v is not None for v in (gpus, compile_workers, slots_per_gpu, build_cache, ray)):
         return _verify_batch(jobs, options, on_result, done=done, force=force, gpus=gpus,
-                             compile_workers=compile_workers, build_cache=build_cache, ray=ray, ray_init=ray_init,
+                             compile_workers=compile_workers, slots_per_gpu=slots_per_gpu, build_cache=build_cache, ray=ray, ray_init=ray_init,
                              arch=arch, progress=progress, time_budget_s=time_budget_s, stop_after_s=stop_after_s)
     summary: dict[str, int] = {}
     done = () if force else done
@@ -103,6 +106,7 @@ def _verify_batch(
     force: bool,
     gpus: str | int | None,
     compile_workers: int | None,
+    slots_per_gpu: int | None,
     build_cache: str | os.PathLike[str] | bool | None,
     ray: str | None,
     ray_init: dict[str, Any] | None,
@@ -115,11 +119,12 @@ def _verify_batch(
 
     from verify.batch.build_cache import BuildCache, default_root, detect_toolchain
     from verify.batch.plan import make_plan
-    from verify.batch.workers import Finished, LocalBatch, default_compile_workers, parse_gpus
+    from verify.batch.workers import SLOTS_PER_GPU, Finished, LocalBatch, default_compile_workers, parse_gpus
 
     deadline = None if time_budget_s is None else time.monotonic() + time_budget_s
     stop_at = None if stop_after_s is None else time.time() + stop_after_s
     plan = make_plan(jobs, done, force=force)
+    slots = slots_per_gpu or SLOTS_PER_GPU
     summary: dict[str, int] = {}
     if not plan.todo:
         return summary
@@ -141,11 +146,11 @@ def _verify_batch(
 
         assert toolchain is not None
         run_ray_batch(plan.todo, options, finished, address=ray, cache_root=root, toolchain=toolchain,
-                      build=use_cache, init=ray_init, deadline=deadline, stop_at=stop_at)
+                      build=use_cache, init=ray_init, deadline=deadline, stop_at=stop_at, slots=slots)
         return summary
     gpu_ids = parse_gpus(gpus)
     cache = BuildCache(root, toolchain) if use_cache and toolchain is not None else None
-    workers = compile_workers or default_compile_workers(len(gpu_ids))
+    workers = compile_workers or default_compile_workers(len(gpu_ids), slots)
     LocalBatch(plan.todo, options, gpus=gpu_ids, compile_workers=workers, cache=cache, deadline=deadline,
-               stop_at=stop_at).run(finished)
+               stop_at=stop_at, slots=slots).run(finished)
     return summary

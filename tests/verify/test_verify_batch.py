@@ -181,7 +181,7 @@ def test_local_batch_runs_each_job_once_one_at_a_time_per_gpu_after_its_build(
     assert dict(got)["bad"] == "failed"
     assert {state for _, _, state in fake.log} == {"built"} and sorted(calls) == sorted(j.key for j in jobs)
     assert {gpu for _, gpu, _ in fake.log} == {"0", "1"}
-    assert max(fake.most_started.values()) == workers.SLOTS_PER_GPU == 2
+    assert max(fake.most_started.values()) == workers.SLOTS_PER_GPU == 3
 
 
 def test_a_failed_build_still_goes_to_the_gpu_whose_run_decides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -244,7 +244,7 @@ def test_no_job_starts_after_the_time_budget(tmp_path: Path, monkeypatch: pytest
     jobs = [job(f"k{i}", kernel=HONEST + f"# {i}\n") for i in range(5)]
     got: list[str] = []
     LocalBatch(jobs, VerifyOptions(), gpus=["0"], compile_workers=1, cache=None,
-               deadline=time.monotonic() + 0.1).run(lambda f: got.append(f.job.key))
+               deadline=time.monotonic() + 0.1, slots=2).run(lambda f: got.append(f.job.key))
     assert sorted(got) == ["k0", "k1"]  # one per slot of the GPU, both started at once
 
 

@@ -39,6 +39,10 @@ def test_a_batch_on_two_slots_gives_the_single_kernel_verdicts_and_reuses_builds
         # CPU-only candidates have no GPU code: not-a-kernel fails or warns, nothing else (status flagged).
         assert _failed_checks(reports[key]) <= {"not-a-kernel"} and reports[key]["status"] == "flagged"
     assert reports["ext"]["batch"]["build"]["state"] == "built"
+    for report in reports.values():
+        # The gate is taken only once the trusted child has started and says it is ready.
+        events = {(role, event): at for at, role, event in reversed(report["timeline"])}
+        assert events[("trusted", "mark:ready")] <= events[("parent", "gpu-gate")], report["timeline"]
     again: dict[str, dict[str, Any]] = {}
     verify_jobs(jobs[:1], OPTIONS, lambda j, r: again.__setitem__(j.key, r), gpus=1, build_cache=tmp_path / "builds")
     assert again["ext"]["batch"]["build"]["state"] == "hit"

@@ -92,6 +92,33 @@ def test_messages_keep_their_receive_times(tmp_path: Path) -> None:
     assert report.time_of("timing-end") - report.time_of("timing-start") >= 0.4
 
 
+def test_wait_ready_returns_at_the_ready_mark_and_not_for_a_child_that_exits_or_stays_silent(tmp_path: Path) -> None:
+    ready = """
+    import os, sys, time
+    fd = int(sys.argv[sys.argv.index("--channel") + 1])
+    os.write(fd, b'{"kind": "env"}\\n')
+    time.sleep(0.4)
+    os.write(fd, b'{"kind": "mark", "phase": "ready"}\\n')
+    time.sleep(60)
+    """
+    child = ChildProcess(_child(tmp_path, ready), role="trusted", env=dict(os.environ), cwd=tmp_path)
+    started = time.monotonic()
+    assert child.wait_ready(30) and 0.4 <= time.monotonic() - started < 20
+    assert child.wait(0.1).time_of("mark") is not None
+    (tmp_path / "gone").mkdir()
+    gone = ChildProcess(_child(tmp_path / "gone", "import sys\nsys.exit(3)\n"), role="trusted", env=dict(os.environ),
+                        cwd=tmp_path / "gone")
+    started = time.monotonic()
+    assert not gone.wait_ready(60) and time.monotonic() - started < 20
+    assert gone.wait(5).returncode == 3
+    (tmp_path / "silent").mkdir()
+    silent = ChildProcess(_child(tmp_path / "silent", "import time\ntime.sleep(60)\n"), role="trusted",
+                          env=dict(os.environ), cwd=tmp_path / "silent")
+    started = time.monotonic()
+    assert not silent.wait_ready(0.5) and 0.5 <= time.monotonic() - started < 20
+    silent.wait(0.1)
+
+
 def test_the_environment_is_scrubbed(tmp_path: Path) -> None:
     env = scrubbed_environment({"PATH": os.environ["PATH"], "AWS_SECRET_ACCESS_KEY": "s3cr3t", "HF_TOKEN": "hf_x",
                                 "GITHUB_TOKEN": "ghp"}, str(tmp_path))

@@ -103,15 +103,15 @@ def _verify_task(job: VerifyJob, options: VerifyOptions, root: str, toolchain: T
     return Finished(job, report, build, gpu, seconds)
 
 
-def _slots(resources: dict[str, float], device: str) -> int:
-    """Verifications the cluster runs at once: two per GPU (one CPU each without ``cuda``).
+def _slots(resources: dict[str, float], device: str, per_gpu: int = SLOTS_PER_GPU) -> int:
+    """Verifications the cluster runs at once: ``per_gpu`` per GPU (one per CPU without ``cuda``).
 
     Example:
-        >>> _slots({"GPU": 2.0, "CPU": 32.0}, "cuda"), _slots({"CPU": 3.0}, "cpu")
+        >>> _slots({"GPU": 2.0, "CPU": 32.0}, "cuda", 2), _slots({"CPU": 3.0}, "cpu")
         (4, 3)
     """
     if device == "cuda":
-        return max(1, int(resources.get("GPU", 0) * SLOTS_PER_GPU))
+        return max(1, int(resources.get("GPU", 0) * per_gpu))
     return max(1, int(resources.get("CPU", 1)))
 
 
@@ -124,7 +124,7 @@ def _node() -> str:
 def run_ray_batch(jobs: list[VerifyJob], options: VerifyOptions, on_finished: Callable[[Finished], None], *,
                   address: str, cache_root: str | os.PathLike[str], toolchain: Toolchain, build: bool = True,
                   init: dict[str, Any] | None = None, deadline: float | None = None,
-                  stop_at: float | None = None) -> None:
+                  stop_at: float | None = None, slots: int = SLOTS_PER_GPU) -> None:
     """Verify ``jobs`` on the Ray cluster at ``address`` (``local``: a Ray started here).
 
     Builds are all submitted at once (a CPU node builds ahead of the GPUs); verifications only as GPU slots
@@ -141,12 +141,12 @@ def run_ray_batch(jobs: list[VerifyJob], options: VerifyOptions, on_finished: Ca
     batch = (secrets.token_hex(8), secrets.token_hex(32))
     root = str(cache_root)
     try:
-        # Two verifications per GPU, as in the local batch: the gate keeps their GPU work apart.
-        gpu_resources = {"num_gpus": 1 / SLOTS_PER_GPU, "num_cpus": 1} if options.device == "cuda" else {"num_cpus": 1}
+        # ``slots`` verifications per GPU, as in the local batch: the gate keeps their GPU work apart.
+        gpu_resources = {"num_gpus": 1 / slots, "num_cpus": 1} if options.device == "cuda" else {"num_cpus": 1}
         build_remote = ray.remote(num_cpus=2, max_retries=1)(_build_task)
         verify_remote = ray.remote(max_retries=0, **gpu_resources)(_verify_task)
         builds = [build_remote.remote(job, options, root, toolchain) if build else None for job in jobs]
-        window = 2 * _slots(ray.cluster_resources(), options.device)
+        window = 2 * _slots(ray.cluster_resources(), options.device, slots)
         queue = deque(zip(jobs, builds, strict=True))
         pending: dict[Any, VerifyJob] = {}
         while queue or pending:

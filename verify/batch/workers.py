@@ -1,11 +1,11 @@
-"""The local batch: builds on every CPU core, two eval scripts per GPU behind its gate, reports streamed back.
+"""The local batch: builds on every CPU core, several eval scripts per GPU behind its gate, reports streamed back.
 
 Builds run in a thread pool (each build is its own process group, ``build_cache.prebuild``). Each GPU has
-``slots`` threads (default 2); each takes, in plan order, the first job whose build has finished (tried: a
+``slots`` threads (default ``SLOTS_PER_GPU``); each takes, in plan order, the first job whose build has finished (tried: a
 failed prebuild still goes to the GPU, whose own compile step then decides) and runs the eval script with
 ``CUDA_VISIBLE_DEVICES`` set to that GPU and ``KA_GPU_GATE`` naming the GPU's lock file. The script holds
 that lock (``verify.harness.parent.GpuGate``) from its first GPU work to its last, so one GPU never runs
-two verifications' GPU work at once, while the second slot's processes start and import torch.
+two verifications' GPU work at once, while the other slots' processes start, import torch or judge.
 ``KA_BASELINE_CACHE`` names the GPU's baseline folder, so a task's baselines are measured once per GPU
 (``verify.harness.parent.BaselineCache``); the
 script's isolation (trusted child, candidate children, parent judging) is exactly the single kernel's.
@@ -37,7 +37,10 @@ if TYPE_CHECKING:
     from verify.jobs import VerifyJob
 
 
-SLOTS_PER_GPU = 2
+SLOTS_PER_GPU = 3
+"""Verifications started at once per GPU. Each holds the GPU's gate only for its GPU work; the others start their
+processes (4-6 s) or judge meanwhile, so with short gate holds (CUDA-L1's median is about 9 s) a second slot
+alone often left the GPU waiting."""
 
 
 def parse_gpus(spec: str | int | None) -> list[str]:
@@ -64,7 +67,7 @@ def visible_gpus() -> list[str]:
     return [line.strip() for line in out.splitlines() if line.strip()]
 
 
-def default_compile_workers(gpus: int = 1) -> int:
+def default_compile_workers(gpus: int = 1, slots: int = SLOTS_PER_GPU) -> int:
     """Builds at once: one per core left after the GPU slots' own processes.
 
     Most kernels are one translation unit (a ``.cu``), so a build mostly keeps one core busy; the builds run
@@ -77,7 +80,7 @@ def default_compile_workers(gpus: int = 1) -> int:
         True
     """
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 2)
-    return max(1, cores - SLOTS_PER_GPU * gpus)
+    return max(1, cores - slots * gpus)
 
 
 def gate_environment(folder: str, key: str, gpu: str) -> dict[str, str]:

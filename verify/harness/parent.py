@@ -238,6 +238,7 @@ class ChildProcess:
         self._log_path = Path(cwd) / f"{role}.log"
         self._chunks: list[tuple[float, bytes]] = []
         self._probe_started: float | None = None
+        self.ready_at: float | None = None
         read_fd, write_fd = os.pipe() if channel else (None, None)
         args = [*argv, "--channel", str(write_fd)] if channel else list(argv)
         blob_read, blob_write = os.pipe() if blobs else (None, None)
@@ -291,8 +292,19 @@ class ChildProcess:
                     if self._probe_started is None and b'"mark"' in line and (b'"shape-probe"' in line
                                                                              or b'"init-probe"' in line):
                         self._probe_started = time.monotonic()
+                    if self.ready_at is None and b'"mark"' in line and b'"ready"' in line:
+                        self.ready_at = time.monotonic()
         if buffer:
             self._chunks.append((time.monotonic(), buffer))
+
+    def wait_ready(self, timeout_s: float) -> bool:
+        """Wait until the child has sent its ``ready`` mark; False if it exited or ``timeout_s`` passed first."""
+        deadline = time.monotonic() + timeout_s
+        while self.ready_at is None:
+            if self.process.poll() is not None or time.monotonic() >= deadline:
+                return False
+            time.sleep(0.01)
+        return True
 
     def restart_clock(self) -> None:
         """Count the child's time limit (and its ``seconds``) from now."""
@@ -540,6 +552,8 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
             # verification would, so the verdict never depends on this.
             ev.compile = compile_step(hide_gpu=True)
             marks.append((time.monotonic(), "compiled-without-gpu" if ev.compile.ok else "compile-needs-gpu"))
+            # A child that dies or hangs before it is ready is found out inside the gate, as without one.
+            trusted.wait_ready(args.trusted_timeout)
             gate.acquire()
             marks.append((time.monotonic(), "gpu-gate"))
             # The children started early only to import torch; their time limits count from here.
@@ -593,17 +607,6 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
             ev.run = runner.wait(args.run_timeout + (time.monotonic() - t_start))
             log.append(f"run: rc={ev.run.returncode} {ev.run.seconds:.1f}s\n{ev.run.log_tail[-3000:]}")
             marks.append((time.monotonic(), "run-collected"))
-            ev.outputs = _load_outputs(runner.blobs, ev.run)
-            ev.shape_out = _load_blob_list(runner.blobs.get("out-shape"))
-            ev.init_out = _load_blob_list(runner.blobs.get("out-init"))
-            if "state-probe" in runner.blobs:
-                import io
-
-                import torch
-
-                with contextlib.suppress(Exception):
-                    ev.state_probe = torch.load(io.BytesIO(runner.blobs["state-probe"]), map_location="cpu",
-                                                weights_only=True)
             if args.sanitize and ev.run.ok:
                 sanitize_job = cand_dir / "sanitize-job.json"
                 sanitize_job.write_text(json.dumps(job | {"work": str(cand_dir), "trials": trials[:1], "light": True,
@@ -616,6 +619,19 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
                     role="sanitize", env=env | {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}, cwd=cand_dir,
                     blobs=True).wait(args.run_timeout * 4)
                 log.append(f"sanitize: rc={ev.sanitizer.returncode}\n{ev.sanitizer.log_tail[-3000:]}")
+            # Every child that ran on the GPU is gone: reading the outputs (seconds for large ones) is CPU work.
+            gate.release()
+            ev.outputs = _load_outputs(runner.blobs, ev.run)
+            ev.shape_out = _load_blob_list(runner.blobs.get("out-shape"))
+            ev.init_out = _load_blob_list(runner.blobs.get("out-init"))
+            if "state-probe" in runner.blobs:
+                import io
+
+                import torch
+
+                with contextlib.suppress(Exception):
+                    ev.state_probe = torch.load(io.BytesIO(runner.blobs["state-probe"]), map_location="cpu",
+                                                weights_only=True)
         gate.release()
         marks.append((time.monotonic(), "evidence-loaded"))
         checks, speed = judge(ev)

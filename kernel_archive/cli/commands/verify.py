@@ -86,7 +86,12 @@ def verify(
     force: Annotated[bool, typer.Option("--force", help="Batch: verify again kernels this harness version already verified.")] = False,
     gpus: Annotated[str | None, typer.Option("--gpus", help="Batch: GPUs to use, a count or ids (0,2); default every visible one.")] = None,
     compile_workers: Annotated[
-        int | None, typer.Option("--compile-workers", min=1, help="Batch: builds at once (default: cores / 2).")] = None,
+        int | None, typer.Option("--compile-workers", min=1,
+                                 help="Batch: builds at once (default: one per core left after the GPU slots).")] = None,
+    slots_per_gpu: Annotated[
+        int | None, typer.Option("--slots-per-gpu", min=1,
+                                 help="Batch: verifications started at once per GPU; their GPU work takes turns "
+                                      "(default 3).")] = None,
     build_cache: Annotated[
         str | None, typer.Option("--build-cache", help="Batch: build cache folder (default ~/.cache/kernel-archive/builds).")
     ] = None,
@@ -144,12 +149,14 @@ def verify(
             raise fail("a batch run executes many untrusted kernels; add --i-understand-this-runs-untrusted-code "
                        "(or use --static-only, which runs nothing)", 2)
         _verify_batch(db, selection, options, force=force, gpus=gpus, compile_workers=compile_workers,
+                      slots_per_gpu=slots_per_gpu,
                       build_cache=False if no_build_cache else build_cache, arch=arch, ray_address=ray_address,
                       store=store, json_output=json_output)
 
 
 def _verify_batch(db: str | None, selection: VerifySelection, options: VerifyOptions, *, force: bool, gpus: str | None,
-                  compile_workers: int | None, build_cache: str | bool | None, arch: str | None,
+                  compile_workers: int | None, slots_per_gpu: int | None, build_cache: str | bool | None,
+                  arch: str | None,
                   ray_address: str | None, store: bool, json_output: bool) -> None:
     from verify.batch.archive import archive_jobs, archive_storer, done_keys
     from verify.batch.progress import BatchProgress, summary_table
@@ -179,6 +186,7 @@ def _verify_batch(db: str | None, selection: VerifySelection, options: VerifyOpt
     with BatchProgress(len(todo), console=console, enabled=not json_output) as progress:
         verify_jobs(todo, options, on_result, done=done, force=force, progress=progress,
                     gpus=gpus if batch else None, compile_workers=compile_workers if batch else None,
+                    slots_per_gpu=slots_per_gpu if batch else None,
                     build_cache=(build_cache if build_cache is not None else True) if batch else None,
                     ray=ray_address if batch else None, arch=arch)
     if json_output:
