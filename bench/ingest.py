@@ -22,7 +22,8 @@ leaderboard p95 <= 25 ms at 30k kernels and <= 50 ms at 1M (the default filter, 
 kept at write time, archive_db/summary.py; the synthetic archive is written with SQL, so the benchmark
 refreshes the summary as the writer would). The full query, for a filter the summary does not hold (level
 1), is timed too. The machine's load average is recorded at the start and end: on a shared machine wall
-times grow with it, CPU times much less.
+times grow with it, CPU times much less. So is the CPU time of a fixed Python loop (``python_speed``): the
+host's own speed changes from hour to hour without showing as load, and CPU times grow with it.
 """
 
 from __future__ import annotations
@@ -197,6 +198,26 @@ def build_synthetic(db: Path, n_kernels: int, n_tasks: int = 1000, seed: float =
     return time.perf_counter() - started
 
 
+CALIBRATION_LOOP = 5_000_000
+
+
+def python_speed() -> float:
+    """CPU seconds of a fixed pure-Python loop: this host's speed at the moment, to compare runs by.
+
+    The shared VMs these benches run on change speed without showing it as load or steal: the same commit's
+    ingest took 22.9 s of CPU in one session and 33.7 s in the next, and this loop 1.5x as long.
+
+    Example:
+        >>> python_speed() > 0
+        True
+    """
+    started = time.process_time()
+    total = 0
+    for i in range(CALIBRATION_LOOP):
+        total += i
+    return time.process_time() - started
+
+
 def _mb(path: Path) -> float:
     return path.stat().st_size / 2**20
 
@@ -204,6 +225,7 @@ def _mb(path: Path) -> float:
 def run(workdir: Path, runs: int, n_rows: int, n_big: int) -> dict[str, Any]:
     """Every step; the measured numbers."""
     load_at_start = os.getloadavg()[0]
+    speed_at_start = python_speed()
     dataset = workdir / "dataset"
     db = workdir / "archive-30k.duckdb"
     big = workdir / "archive-1m.duckdb"
@@ -251,6 +273,8 @@ def run(workdir: Path, runs: int, n_rows: int, n_big: int) -> dict[str, Any]:
         "cpus": len(os.sched_getaffinity(0)),
         "load_avg_1m_at_start": load_at_start,
         "load_avg_1m_at_end": os.getloadavg()[0],
+        "python_loop_s_at_start": speed_at_start,
+        "python_loop_s_at_end": python_speed(),
     }
 
 
@@ -263,7 +287,9 @@ def print_table(r: dict[str, Any]) -> None:
         return ("ok" if value <= TARGETS[key] else "MISSED") + f" (target {TARGETS[key]:g})"
 
     table = Table("measure", "value", "target", title=f"bench/ingest.py ({r['cpus']} CPUs, load average "
-                  f"{r['load_avg_1m_at_start']:.1f} at start, {r['load_avg_1m_at_end']:.1f} at end)")
+                  f"{r['load_avg_1m_at_start']:.1f} at start, {r['load_avg_1m_at_end']:.1f} at end; a "
+                  f"{CALIBRATION_LOOP:,}-step Python loop {r['python_loop_s_at_start']:.2f} s at start, "
+                  f"{r['python_loop_s_at_end']:.2f} s at end)")
     table.add_row("dataset", f"{r['rows']:,} rows, {r['parquet_mb']:.1f} MiB parquet (generated in "
                   f"{r['generate_s']:.1f} s)", "")
     table.add_row("ingest wall time", f"{r['ingest_s']:.1f} s (CPU {r['ingest_cpu_s']:.1f} s, parser workers "

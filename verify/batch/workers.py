@@ -1,16 +1,15 @@
 """The local batch: builds on every CPU core, several eval scripts per GPU behind its gate, reports streamed back.
 
 Builds run in a thread pool (each build is its own process group, ``build_cache.prebuild``). Each GPU has
-``slots`` threads (default ``SLOTS_PER_GPU``); each takes, in plan order, the first job whose build has finished (tried: a
-failed prebuild still goes to the GPU, whose own compile step then decides) and runs the eval script with
-``CUDA_VISIBLE_DEVICES`` set to that GPU and ``KA_GPU_GATE`` naming the GPU's lock file. The script holds
-that lock (``verify.harness.parent.GpuGate``) from its first GPU work to its last, so one GPU never runs
-two verifications' GPU work at once, while the other slots' processes start, import torch or judge.
-``KA_BASELINE_CACHE`` names the GPU's baseline folder, so a task's baselines are measured once per GPU
-(``verify.harness.parent.BaselineCache``); the
-script's isolation (trusted child, candidate children, parent judging) is exactly the single kernel's.
-Reports come back to the calling thread, which hands each to ``on_result`` as it arrives (the archive
-write happens there, one at a time).
+``slots`` threads (default ``SLOTS_PER_GPU``); each takes, in plan order, the first job whose build has
+finished (tried: a failed prebuild still goes to the GPU, whose own compile step then decides) and runs the
+eval script with ``CUDA_VISIBLE_DEVICES`` set to that GPU and ``KA_GPU_GATE`` naming the GPU's lock file.
+The script holds that lock (``verify.harness.parent.GpuGate``) from its first GPU work to its last, so one
+GPU never runs two verifications' GPU work at once, while the other slots' processes start, import torch or
+judge. ``KA_BASELINE_CACHE`` names the GPU's baseline folder, so a task's baselines are measured once per
+GPU (``verify.harness.parent.BaselineCache``); the script's isolation (trusted child, candidate children,
+parent judging) is exactly the single kernel's. Reports come back to the calling thread, which hands each
+to ``on_result`` as it arrives (the archive write happens there, one at a time).
 
 Example:
     >>> parse_gpus("0,2"), parse_gpus("3")
@@ -39,8 +38,9 @@ if TYPE_CHECKING:
 
 SLOTS_PER_GPU = 3
 """Verifications started at once per GPU. Each holds the GPU's gate only for its GPU work; the others start their
-processes (4-6 s) or judge meanwhile, so with short gate holds (CUDA-L1's median is about 9 s) a second slot
-alone often left the GPU waiting."""
+processes (4-6 s) or judge meanwhile. CUDA-L1's median gate hold is about 5 s on an H100, so two slots kept the
+gate held 71% of the time, three 89%, four 95% (docs/verify-batch.md, session 12); a fourth slot's processes
+disturbed host-bound timings more."""
 
 
 def parse_gpus(spec: str | int | None) -> list[str]:

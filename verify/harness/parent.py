@@ -195,8 +195,8 @@ class BaselineCache:
 class GpuGate:
     """An exclusive lock on one GPU's lock file, held from a verification's first GPU work to its last.
 
-    The batch runs two verifications per GPU (``KA_GPU_GATE`` names the GPU's lock file): while one holds
-    the gate, the other's children start Python, import torch and wait, so process start-up overlaps the GPU
+    The batch runs several verifications per GPU (``KA_GPU_GATE`` names the GPU's lock file): while one holds
+    the gate, the others' children start Python, import torch and wait, so process start-up overlaps the GPU
     work of the one before, and nothing of two verifications (references, candidate code, timed calls) ever
     shares the GPU. Without a path the gate does nothing.
 
