@@ -83,6 +83,27 @@ def test_batch_stores_each_result_resumes_and_forces(runner: CliRunner, handmade
     assert _statuses(handmade.path)[handmade.kernels["a1"]] == 2
 
 
+def test_slots_per_gpu_reaches_the_batch_and_its_help_names_the_default(runner: CliRunner, handmade: Handmade,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(workers, "verify_one", FakeVerify())
+    seen: list[tuple[int, int]] = []
+    original = workers.LocalBatch.__init__
+
+    def recording(self: workers.LocalBatch, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        seen.append((self.slots, self.compile_workers))
+
+    monkeypatch.setattr(workers.LocalBatch, "__init__", recording)
+    base = ["verify", "--db", str(handmade.path), "--source", "alpha", "--level", "1", UNTRUSTED, "--gpus", "1",
+            "--no-build-cache", "--force"]
+    assert runner.invoke(app, [*base, "--slots-per-gpu", "1", "--compile-workers", "2"]).exit_code == 0
+    assert runner.invoke(app, base).exit_code == 0
+    assert seen == [(1, 2), (workers.SLOTS_PER_GPU, workers.default_compile_workers(1))]
+    assert runner.invoke(app, [*base, "--slots-per-gpu", "0"]).exit_code == 2
+    help_text = " ".join(runner.invoke(app, ["verify", "--help"]).output.replace("│", " ").split())
+    assert f"their GPU work takes turns (default {workers.SLOTS_PER_GPU})" in help_text
+
+
 def test_a_batch_needs_a_selection_and_consent(runner: CliRunner, handmade: Handmade) -> None:
     nothing = runner.invoke(app, ["verify", "--db", str(handmade.path)])
     assert nothing.exit_code == 2 and "--all" in nothing.output
