@@ -54,6 +54,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from verify.batch.stats import BatchStats  # noqa: E402
+from verify.batch.workers import SLOTS_PER_GPU  # noqa: E402
 from verify.pipeline import VerifyJob, verify_jobs  # noqa: E402
 from verify.runner import VerifyOptions  # noqa: E402
 
@@ -128,7 +129,8 @@ def run_pass(name: str, jobs: list[VerifyJob], options: VerifyOptions, out: Path
           file=sys.stderr, flush=True)
     recorder = Recorder(path, len(todo))
     verify_jobs(todo, options, recorder, force=True, gpus=gpus, compile_workers=compile_workers,
-                slots_per_gpu=slots_per_gpu, build_cache=cache, time_budget_s=budget_s, stop_after_s=None if grace_s is None else budget_s + grace_s, ray=ray)
+                slots_per_gpu=slots_per_gpu, build_cache=cache, time_budget_s=budget_s,
+                stop_after_s=None if grace_s is None else budget_s + grace_s, ray=ray)
     recorder.stats.finished_at = time.monotonic()
     return recorder
 
@@ -269,7 +271,8 @@ def main() -> int:
                              "--resume verifies them again); default: let them finish")
     parser.add_argument("--gpus", help="GPUs (count or ids; default every visible one)")
     parser.add_argument("--compile-workers", type=int, help="builds at once (default: a core each, left after the slots)")
-    parser.add_argument("--slots-per-gpu", type=int, help="verifications started at once per GPU (default 3)")
+    parser.add_argument("--slots-per-gpu", type=int,
+                        help=f"verifications started at once per GPU (default {SLOTS_PER_GPU})")
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"), help="cpu only exercises the logic")
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--target-seconds", type=float, default=1.0, help="each timed series (the CLI's default)")

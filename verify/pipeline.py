@@ -77,8 +77,9 @@ def verify_jobs(
     """
     if any(v is not None for v in (gpus, compile_workers, slots_per_gpu, build_cache, ray)):
         return _verify_batch(jobs, options, on_result, done=done, force=force, gpus=gpus,
-                             compile_workers=compile_workers, slots_per_gpu=slots_per_gpu, build_cache=build_cache, ray=ray, ray_init=ray_init,
-                             arch=arch, progress=progress, time_budget_s=time_budget_s, stop_after_s=stop_after_s)
+                             compile_workers=compile_workers, slots_per_gpu=slots_per_gpu, build_cache=build_cache,
+                             ray=ray, ray_init=ray_init, arch=arch, progress=progress, time_budget_s=time_budget_s,
+                             stop_after_s=stop_after_s)
     summary: dict[str, int] = {}
     done = () if force else done
     for job in jobs:

@@ -299,12 +299,8 @@ class ChildProcess:
 
     def wait_ready(self, timeout_s: float) -> bool:
         """Wait until the child has sent its ``ready`` mark; False if it exited or ``timeout_s`` passed first."""
-        deadline = time.monotonic() + timeout_s
-        while self.ready_at is None:
-            if self.process.poll() is not None or time.monotonic() >= deadline:
-                return False
-            time.sleep(0.01)
-        return True
+        wait_until(lambda: self.ready_at is not None or self.process.poll() is not None, timeout_s)
+        return self.ready_at is not None
 
     def restart_clock(self) -> None:
         """Count the child's time limit (and its ``seconds``) from now."""
