@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from hostile_text import HOSTILE_TEXTS
 
 from archive_db.keys import (
     KEY_LENGTH,
@@ -117,3 +119,29 @@ def test_named_tasks_are_keyed_by_source_and_name() -> None:
     assert named_task_key("cuda-l2", "4096_4096_64") == named_task_key("cuda-l2", "4096_4096_64")
     assert named_task_key("cuda-l2", "4096_4096_64") != named_task_key("robust-kbench", "4096_4096_64")
     assert short_hash("a", 1) != short_hash(["a", 1], None)
+
+
+def _json_key(*parts: object) -> str:
+    blob = json.dumps(parts, sort_keys=True, default=str, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()[:KEY_LENGTH]
+
+
+KEY_TEXTS = (
+    "", "plain", 'say "hi"', "back\\slash\\", "tab\tnew\nline\rcr\r\n", "é ü 漢字 \U0001f600",
+    "\ud800 lone \udfff surrogates", "\x7f del and \x85 nel \u2028 ls", "\\u0041 written out",
+    *(f"control {chr(c)} {c}" for c in range(0x20)),
+    *HOSTILE_TEXTS,
+)
+
+
+@pytest.mark.parametrize("text", KEY_TEXTS)
+def test_short_hash_of_any_text_is_the_hash_of_its_json(text: str) -> None:
+    # Keys already in archives were made with json.dumps: the byte-level escaping must give the same ids.
+    assert short_hash("kernel", "src", text, "name") == _json_key("kernel", "src", text, "name")
+    identity = {"source": text, "gpu": None, "timing_mode": "eager"}
+    assert short_hash("measurement", "k1", identity) == _json_key("measurement", "k1", identity)
+
+
+def test_short_hash_of_other_parts_goes_through_json() -> None:
+    assert short_hash("x", 1, 2.5, None, ["a"]) == _json_key("x", 1, 2.5, None, ["a"])
+    assert short_hash("x", {"n": 1}) == _json_key("x", {"n": 1})
