@@ -230,12 +230,15 @@ def test_time_shares_without_a_run_child_count_everything_else_as_other() -> Non
 
 
 def test_harness_build_dir_reaches_the_candidate_children() -> None:
-    from verify.harness.parent import _parser, candidate_environment
+    from verify.harness.parent import _parser, candidate_environment, scrubbed_environment
 
     args = _parser().parse_args(["--build-dir", "/cache/entry"])
     env = candidate_environment({"PATH": "/bin", "CCACHE_DIR": "/c", "SECRET_TOKEN": "x"}, "/tmp/h", args.build_dir)
     assert env["TORCH_EXTENSIONS_DIR"] == "/cache/entry/torch_extensions" and env["CCACHE_DIR"] == "/c"
+    assert (env["TORCHINDUCTOR_CACHE_DIR"], env["TRITON_CACHE_DIR"]) == ("/cache/entry/inductor", "/cache/entry/triton")
     assert "SECRET_TOKEN" not in env
+    trusted = scrubbed_environment({"PATH": "/bin"}, "/tmp/t")
+    assert trusted["TORCHINDUCTOR_CACHE_DIR"] == "/tmp/t/inductor"  # the reference's compile never shares a kernel's
 
 
 def test_no_job_starts_after_the_time_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -73,15 +73,23 @@ def scrubbed_environment(source: dict[str, str], home: str) -> dict[str, str]:
 
 
 def candidate_environment(source: dict[str, str], home: str, build_dir: str | None) -> dict[str, str]:
-    """A candidate child's environment: scrubbed, with torch's extension builds in ``build_dir`` when given.
+    """A candidate child's environment: scrubbed, with the kernel's builds in ``build_dir`` when given.
+
+    Besides torch's extension builds, ``torch.compile``'s (inductor's and Triton's caches) go there: a
+    candidate that compiles on its first call does so inside the GPU gate (tens of seconds), and a later
+    verification of the same build then loads what it compiled. The folder is this kernel's own build entry,
+    as its extension build already is, so no other kernel reads what it wrote.
 
     Example:
-        >>> candidate_environment({}, "/tmp/h", "/c/e")["TORCH_EXTENSIONS_DIR"]
-        '/c/e/torch_extensions'
+        >>> env = candidate_environment({}, "/tmp/h", "/c/e")
+        >>> env["TORCH_EXTENSIONS_DIR"], env["TORCHINDUCTOR_CACHE_DIR"], env["TRITON_CACHE_DIR"]
+        ('/c/e/torch_extensions', '/c/e/inductor', '/c/e/triton')
     """
     env = scrubbed_environment(source, home)
     if build_dir:
-        env["TORCH_EXTENSIONS_DIR"] = str(Path(build_dir).resolve() / "torch_extensions")
+        entry = Path(build_dir).resolve()
+        env.update(TORCH_EXTENSIONS_DIR=str(entry / "torch_extensions"), TORCHINDUCTOR_CACHE_DIR=str(entry / "inductor"),
+                   TRITON_CACHE_DIR=str(entry / "triton"))
     return env
 
 
