@@ -162,3 +162,36 @@ def test_bulk_rows_equal_the_parsed_report(shared_data: Path) -> None:
         findings = parse_clang_tidy(report).findings
         assert clang_tidy_rows(report) == [(f.file, f.line, f.column, f.severity, f.check, f.message) for f in findings]
     assert sum(len(clang_tidy_rows(report)) for report in reports) > 1000
+
+
+def _wrappers() -> list[str]:
+    """Wrapper texts around every token of ``_TOKENS`` and some that ``_STRING`` reads only by the regex (raw line
+    breaks after a backslash) or not at all, with each ``errored`` ending and some broken ones."""
+    tokens = [*_TOKENS, "'a\\\nb'", "'raw\nbreak'", "'\\\\\\\\'", "'\\\\\\'", '"it\'s"', "'unterminated", "''"]
+    texts = [f"{{'stdout': {out}, 'stderr': {err}, 'errored': {flag}}}"
+             for out in tokens for err in ("''", "'e\\n'", '"q\\""', "'x\\\r'") for flag in ("True", "False", "None")]
+    return texts + ["{'stdout': '', 'stderr': '', 'errored': False} ", "{'stdout': '', 'stderr': ''}",
+                    "{'stdout':'', 'stderr': '', 'errored': False}", "{'stdout': '', 'stderr': '', 'errored': 0}",
+                    "{'stdout': 'a' 'b', 'stderr': '', 'errored': True}", "x", ""]
+
+
+def test_wrapper_found_by_quote_jumps_is_the_one_the_regex_matches(shared_data: Path) -> None:
+    from profiles.clang_tidy import _WRAPPER, _wrapper, _wrapper_tokens
+    from profiles.literal import ProfileError, parse_literal
+
+    texts = _wrappers()
+    fast = 0
+    for text in texts:
+        tokens, match = _wrapper_tokens(text), _WRAPPER.fullmatch(text)
+        if tokens is not None:
+            fast += 1
+            assert match is not None, text
+            assert tokens == (match[1], match[2], {"True": True, "False": False}.get(match[3])), text
+        try:
+            expected = parse_literal(text)
+        except ProfileError:
+            continue
+        assert _wrapper(text) == expected, text
+    assert 0 < fast < len(texts)
+    reports = [report for report in _sample_reports(shared_data) if report.startswith("{'stdout'")]
+    assert reports and all(_wrapper_tokens(report) is not None for report in reports)  # the archive takes the fast path
