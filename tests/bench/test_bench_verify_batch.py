@@ -101,3 +101,27 @@ def test_span_runs_from_the_first_start_to_the_last_finish() -> None:
                {"status": "error"}]
     assert bench.span_s(reports) == 19.0
     assert bench.span_s([{"status": "error"}]) is None
+
+
+def test_alone_check_picks_a_passed_kernel_then_a_device_bound_one_then_any_correct_one() -> None:
+    bench = load_script("bench/verify_batch.py", "bench_verify_batch")
+    from verify.pipeline import VerifyJob
+
+    jobs = [VerifyJob(key=k, task_code="", kernel_code="", form="model-new") for k in "abcde"]
+    ok = {"correctness": {"verdict": "pass"}}
+    batch = {
+        "a": {"status": "failed", "checks": {"correctness": {"verdict": "fail"}}, "speed": {"kernel_ms": 1.0}},
+        "b": {"status": "flagged", "checks": ok, "speed": {"kernel_ms": 0.05, "host_bound": True}},
+        "c": {"status": "flagged", "checks": {**ok, "launch-bound": {"verdict": "warn"}}, "speed": {"kernel_ms": 0.5}},
+        "d": {"status": "flagged", "checks": ok, "speed": {"kernel_ms": 0.4}},
+        "e": {"status": "passed", "checks": ok, "speed": {"kernel_ms": 0.01}},
+    }
+    picked = bench.alone_candidate(jobs, batch)
+    assert (picked[0].key, picked[1]) == ("e", "passed")
+    del batch["e"]
+    picked = bench.alone_candidate(jobs, batch)
+    assert (picked[0].key, picked[1]) == ("d", "device-bound")
+    del batch["d"]
+    picked = bench.alone_candidate(jobs, batch)
+    assert (picked[0].key, picked[1]) == ("b", "correct, host- or launch-bound")
+    assert bench.alone_candidate(jobs, {"a": batch["a"]}) is None
