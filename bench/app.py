@@ -324,13 +324,14 @@ def time_browser(db: Path, plans: list[PagePlan], repeat: int) -> dict[str, floa
 
     from playwright.sync_api import sync_playwright
 
-    from kernel_archive.serving import CHROMIUM, CHROMIUM_ARGS, serving
+    from kernel_archive.serving import CHROMIUM, CHROMIUM_ARGS, chromium_env, serving
 
     with serving(db) as url:
         result: dict[str, float] = {}
         settles: list[float] = []
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS,
+                                                 env=chromium_env())
             page = browser.new_page(viewport={"width": 1440, "height": 900})
             for plan in [BOOT_PLAN, *plans]:
                 address = f"{url}/{plan.url_path}?{urllib.parse.urlencode(plan.params)}"

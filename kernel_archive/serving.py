@@ -21,6 +21,23 @@ CHROMIUM = Path("/usr/bin/chromium")
 """Debian's Chromium (`playwright install` cannot download browsers on these machines)."""
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--no-first-run"]
+SOCKET_DIR_MAX = 60
+"""The longest ``TMPDIR`` Chromium can start under: it makes a Unix socket
+``TMPDIR/org.chromium.Chromium.XXXXXX/SingletonSocket``, and a socket's path may not pass 107 bytes."""
+
+
+def chromium_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment to launch Chromium with: ``environ`` (default this process's), with ``TMPDIR`` set to
+    ``/tmp`` when it is longer than ``SOCKET_DIR_MAX`` bytes (Chromium would exit, "Socket path too long").
+
+    Example:
+        >>> chromium_env({"TMPDIR": "/t/" + "x" * 80})["TMPDIR"], chromium_env({"TMPDIR": "/t/short"})["TMPDIR"]
+        ('/tmp', '/t/short')
+    """
+    env = dict(os.environ if environ is None else environ)
+    if len(os.fsencode(env.get("TMPDIR", ""))) > SOCKET_DIR_MAX:
+        env["TMPDIR"] = "/tmp"
+    return env
 
 
 def free_port() -> int:

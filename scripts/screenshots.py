@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from kernel_archive.serving import CHROMIUM, CHROMIUM_ARGS, serving  # noqa: E402
+from kernel_archive.serving import CHROMIUM, CHROMIUM_ARGS, chromium_env, serving  # noqa: E402
 
 VIEWPORT = {"width": 1440, "height": 900}
 SHARED_DATA = Path(os.environ.get("KERNEL_ARCHIVE_SHARED_DATA", ROOT.parent / "shared" / "data"))
@@ -101,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
         with serving(db, cwd=ROOT) as url:
             args.out.mkdir(parents=True, exist_ok=True)
             with sync_playwright() as playwright:
-                browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+                browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS,
+                                                     env=chromium_env())
                 page = browser.new_page(viewport=VIEWPORT, device_scale_factor=1)
                 for name, path in shots(url, db).items():
                     page.set_viewport_size({**VIEWPORT, "height": 1100 if name == "map" else VIEWPORT["height"]})

@@ -26,7 +26,7 @@ import pytest
 from archive_db.connection import connect
 from archive_db.overviews import current_layout
 from explorer.views import NAME_COLUMN_PX as NAME_PX
-from kernel_archive.serving import CHROMIUM, CHROMIUM_ARGS
+from kernel_archive.serving import CHROMIUM, CHROMIUM_ARGS, chromium_env
 
 pytestmark = pytest.mark.browser
 
@@ -95,7 +95,8 @@ def browser(served: Served) -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS,
+                                              env=chromium_env())
         yield chromium
         chromium.close()
 
