@@ -47,11 +47,15 @@ def test_only_a_compiler_diagnostic_counts_as_a_failure_to_remember(message: str
     assert looks_like_compiler_error(message) is expected
 
 
-def test_the_key_covers_the_ninja_file_and_every_source_it_names(tmp_path: Path) -> None:
+@pytest.mark.parametrize("folder", ["plain", "with a space"])
+def test_the_key_covers_the_ninja_file_and_every_source_it_names(tmp_path: Path, folder: str) -> None:
+    tmp_path = tmp_path / folder
+    tmp_path.mkdir()
     source = tmp_path / "main.cpp"
     source.write_text(FINE)
     ninja = tmp_path / "build.ninja"
-    ninja.write_text(f"rule compile\n  command = c++ $in -o $out\nbuild main.o: compile {source}\n")
+    escaped = str(source).replace(" ", "$ ")  # as torch's _write_ninja_file writes a path with a space
+    ninja.write_text(f"rule compile\n  command = c++ $in -o $out\nbuild main.o: compile {escaped}\n")
     first = ninja_key(tmp_path)
     assert first is not None and ninja_key(tmp_path) == first
     source.write_text(BROKEN)

@@ -22,6 +22,7 @@ import secrets
 import shutil
 import sys
 import tarfile
+import tempfile
 import time
 from collections import deque
 from collections.abc import Callable
@@ -39,17 +40,34 @@ if TYPE_CHECKING:
 REPO = Path(__file__).resolve().parents[2]
 
 
-def ray_init_arguments(address: str, repo: str | os.PathLike[str] = REPO, **extra: Any) -> dict[str, Any]:
+RAY_TEMP_MAX = 36
+"""The longest temporary folder a local Ray instance starts under: its sockets are
+``TEMP/ray/session_<time>_<pid>/sockets/plasma_store`` (about 70 bytes more), and a Unix socket's path may not
+pass 107 bytes. Under a longer ``TMPDIR`` the instance gets ``/tmp/ray``."""
+
+
+def ray_init_arguments(address: str, repo: str | os.PathLike[str] = REPO, temp: str | None = None,
+                       **extra: Any) -> dict[str, Any]:
     """``ray.init`` arguments: ``local`` starts a Ray instance here; anything else joins that cluster.
 
     On a cluster the ``verify`` package is shipped to every worker (``py_modules``), so nodes need only
-    Python with torch and ray; locally the workers import it from this checkout.
+    Python with torch and ray; locally the workers import it from this checkout, and the instance's files go
+    under ``temp`` (default the temporary folder), or ``/tmp/ray`` where that is too long for its sockets.
+
+    Example:
+        >>> ray_init_arguments("local", "/repo", temp="/t/" + "x" * 40)["_temp_dir"]
+        '/tmp/ray'
+        >>> "_temp_dir" in ray_init_arguments("local", "/repo", temp="/tmp")
+        False
     """
     if address == "local":
         # Workers inherit nothing of the driver's PYTHONPATH once runtime_env sets it: keep it (Ray itself may
         # be installed there).
         path = os.pathsep.join([str(repo), *filter(None, [os.environ.get("PYTHONPATH")])])
-        return {"runtime_env": {"env_vars": {"PYTHONPATH": path}}, "include_dashboard": False, **extra}
+        arguments = {"runtime_env": {"env_vars": {"PYTHONPATH": path}}, "include_dashboard": False, **extra}
+        if len(os.fsencode(temp or tempfile.gettempdir())) > RAY_TEMP_MAX:
+            arguments.setdefault("_temp_dir", "/tmp/ray")
+        return arguments
     return {"address": address, "runtime_env": {"py_modules": [str(Path(repo) / "verify")]}, **extra}
 
 

@@ -61,12 +61,18 @@ def ninja_key(build_directory: str | Path) -> str | None:
     for line in text.decode("utf-8", "replace").splitlines():
         if not line.startswith("build ") or ": " not in line:
             continue
-        for token in line.split(": ", 1)[1].split()[1:]:
-            path = Path(token.replace("$ ", " "))
+        for token in _NINJA_TOKEN.findall(line.split(": ", 1)[1])[1:]:
+            path = Path(_NINJA_ESCAPE.sub(r"\1", token))
             path = path if path.is_absolute() else folder / path
             if path.suffix in SOURCE_SUFFIXES and path.is_file():
                 digest.update(b"\0" + token.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
+
+
+_NINJA_TOKEN = re.compile(r"(?:\$.|[^\s$])+")
+"""A path in a ninja ``build`` line: spaces, colons and dollars inside it are escaped with ``$`` (torch writes a
+source under a folder with a space as ``/a$ b/k.cu``)."""
+_NINJA_ESCAPE = re.compile(r"\$(.)")
 
 
 def memo_folder() -> Path | None:
