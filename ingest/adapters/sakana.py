@@ -466,6 +466,9 @@ def read(request: IngestRequest) -> Iterator[Bundle]:
     builder = RowBuilder(source, request.gpu or DEFAULT_GPU, origin)
     n_rows = 0
     with _parser_pool(sum(p.rows if p.rows is not None else p.size_hint or 0 for p in parts)) as pool:
+        if pool is not None and request.derivation is not None:
+            for _ in range(PARSE_WORKERS):  # each worker loads what the derivation needs while the first batch is read
+                pool.submit(request.derivation.rows, [])
         pending: deque[_Pending] = deque()
         for part in parts:
             part_rows = 0
