@@ -41,9 +41,9 @@ class KernelDerivation:
 
     ``rows(kernels)`` returns Arrow tables by archive table; it must be a module-level function, since it
     is sent to worker processes. ``rows([])`` must be cheap and harmless: an adapter may call it in each worker
-    before the first batch, to load what the function needs (strategy rules: 0.2 s) while the batch is read. ``done(con, kernel_ids)`` names those of the kernels that already hold
-    such rows: the hook would not compute theirs again, so neither does the adapter. The hook still runs
-    after the ingest and finds the rest done.
+    before the first batch, to load what the function needs (strategy rules: 0.2 s) while the batch is read.
+    ``done(con, kernel_ids)`` names those of the kernels that already hold such rows: the hook would not compute
+    theirs again, so neither does the adapter. The hook still runs after the ingest and finds the rest done.
     """
 
     rows: Callable[[Sequence[KernelCode]], dict[str, pa.Table]]
