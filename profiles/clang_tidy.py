@@ -193,7 +193,9 @@ def _token_end(text: str, start: int) -> int | None:
     return None
 
 
-_ERRORED_TAILS = {", 'errored': True}": True, ", 'errored': False}": False, ", 'errored': None}": None}
+_ERRORED = {"True": True, "False": False, "None": None}
+"""The wrapper's ``errored`` literals (``_WRAPPER``'s last group) and their values."""
+_ERRORED_TAILS = {f", 'errored': {literal}}}": value for literal, value in _ERRORED.items()}
 
 
 def _wrapper_tokens(text: str) -> tuple[str, str, bool | None] | None:
@@ -225,7 +227,7 @@ def _wrapper(text: str) -> Any:
         match = _WRAPPER.fullmatch(text)
         if match is None:
             return parse_literal(text)
-        tokens = match[1], match[2], {"True": True, "False": False}.get(match[3])
+        tokens = match[1], match[2], _ERRORED[match[3]]
     try:
         stdout, stderr = (_string_value(token) for token in tokens[:2])
     except (ValueError, SyntaxError):
