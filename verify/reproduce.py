@@ -4,7 +4,8 @@
 kernel of the release (claimed speedup over eager, ours with its spread, our verdict, the checks that
 failed or warned, and the verification id that backs the row), then a summary: how many reproduce within
 20%, fall short, fail correctness, are flagged (and why: the report's properties and failed or warned
-checks), could not be verified, and where event and wall-clock timing disagree by more than 1.5x. Every
+checks), could not be verified, where event and wall-clock timing disagree by more than 1.5x, and how many
+spend most of their timed call on the host rather than the GPU (and so measure the host). Every
 number comes from a stored ``verifications`` row (``archive_db.verify_queries.reproduction_rows``);
 kernels never verified are listed as such, never estimated.
 
@@ -24,8 +25,12 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from verify.harness.timing import gpu_busy
+
 WITHIN = 0.2
 DISAGREE = 1.5
+HOST_BOUND_BUSY = 0.5
+"""Below this share of its timed call on the GPU (``timing.gpu_busy``), a kernel's time is mostly the host's."""
 OUTCOMES: dict[str, str] = {
     "reproduces": "reproduce within 20% of the claim (or beat it)",
     "falls-short": "pass correctness but run more than 20% slower than claimed",
@@ -123,6 +128,10 @@ def render_markdown(spec: Reproduction, rows: list[dict[str, Any]], command: str
     reasons = Counter(reason.split(":")[0] for r in flagged for reason in flagged_reasons(_report(r)))
     disagree = [r for r in rows if (timing_disagreement(_report(r)) or 0) > DISAGREE]
     verified = [r for r in rows if r.get("status")]
+    busy = {id(r): gpu_busy(_report(r)) for r in verified}
+    listed = [r for r in verified if busy[id(r)] is not None]
+    host_bound = [r for r in listed if busy[id(r)] < HOST_BOUND_BUSY]
+    host_outcomes = Counter(outcome(r) for r in host_bound)
     gpus = sorted({str(r["gpu"]) for r in verified if r.get("gpu")})
     lines = [f"# {spec.title}", "",
              f"Regenerate: `{command}`", "",
@@ -135,10 +144,19 @@ def render_markdown(spec: Reproduction, rows: list[dict[str, Any]], command: str
     lines += [f"- **{outcomes[name]}** {text}" for name, text in OUTCOMES.items() if outcomes[name]]
     lines += [f"- **{len(flagged)}** are flagged (a check failed or warned that does not decide correctness)"
               + (": " + ", ".join(f"{n} ({c})" for n, c in reasons.most_common()) if reasons else ""),
-              f"- **{len(disagree)}** have wall-clock and event medians that disagree by more than {DISAGREE}x", ""]
+              f"- **{len(disagree)}** have wall-clock and event medians that disagree by more than {DISAGREE}x"]
+    if listed:
+        lines.append(
+            f"- **{len(host_bound)}** of the {len(listed)} with a kernel listing keep the GPU busy less than "
+            f"{HOST_BOUND_BUSY:.0%} of their timed call (column \"GPU busy\": the kernels' own time in one profiled "
+            "call over the kernel's median): their time is mostly the host's (Python, launches, the GPU waiting on "
+            "them), so it moves with the host's speed and load"
+            + (" (" + ", ".join(f"{host_outcomes[name]} {name}" for name in OUTCOMES if host_outcomes[name]) + ")"
+               if host_outcomes else ""))
+    lines.append("")
     lines += ["## Kernels", "",
-              "| level | task | kernel | claimed | ours | verdict | outcome | failed or warned | verification |",
-              "|---|---|---|---|---|---|---|---|---|"]
+              "| level | task | kernel | claimed | ours | GPU busy | verdict | outcome | failed or warned | verification |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         report = _report(row)
         claimed = f"{row['claimed_speedup']:.2f}x" if row.get("claimed_speedup") else "-"
@@ -148,6 +166,7 @@ def render_markdown(spec: Reproduction, rows: list[dict[str, Any]], command: str
         lines.append("| " + " | ".join(_cell(v) for v in (
             row.get("level"), f"{row.get('problem_id')} {row.get('task_name') or ''}".strip(), row.get("kernel_name"),
             claimed, speedup_text(report.get("speed") or {}) if row.get("status") else "-",
+            f"{busy[id(row)]:.0%}" if busy.get(id(row)) is not None else "-",
             row.get("status") or "not verified", outcome(row), checks or "-",
             (row.get("verification_id") or "-"))) + " |")
     return "\n".join(lines) + "\n"

@@ -39,7 +39,8 @@ def test_the_batch_benchmark_runs_its_passes_and_both_checks_on_cpu(tmp_path: Pa
                     [{"level_id": 1, "task_id": 9, "ref_code": TASK, "custom_code": "None", "score_default": None}])
     done = subprocess.run(
         [sys.executable, "-c", WITHOUT, "--jsonl", str(data), "--device", "cpu", "--gpus", "2", "--trials", "1",
-         "--target-seconds", "0.05", "--budget-s", "400", "--kill-kernels", "2", "--out", str(tmp_path / "out"),
+         "--target-seconds", "0.05", "--budget-s", "400", "--kill-kernels", "2", "--alone-repeats", "2",
+         "--out", str(tmp_path / "out"),
          "--json"], capture_output=True, text=True, cwd=REPO, timeout=900, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
@@ -47,7 +48,9 @@ def test_the_batch_benchmark_runs_its_passes_and_both_checks_on_cpu(tmp_path: Pa
     assert result["statuses_cold"] == {"flagged": 2, "failed": 1}
     assert result["kernels_per_min_cold"] > 0 and result["kernels_per_min_warm"] > 0
     assert abs(sum(result[f"share_{k}"] for k in ("compile", "references", "trials", "timing", "other")) - 1) < 1e-3
-    assert result["alone_vs_batch"]["same_verdict"] is True
+    alone = result["alone_vs_batch"]
+    assert alone["same_verdict"] is True and alone["repeats"] == 2 and len(alone["kernel_ms_alone_runs"]) == 2
+    assert len((tmp_path / "out" / "reports-alone.jsonl").read_text().splitlines()) == 2
     assert result["kill_restart"]["exactly_once"] is True and result["kill_restart"]["restart_rc"] == 0
     assert len((tmp_path / "out" / "reports-cold.jsonl").read_text().splitlines()) == 3
 
@@ -103,25 +106,42 @@ def test_span_runs_from_the_first_start_to_the_last_finish() -> None:
     assert bench.span_s([{"status": "error"}]) is None
 
 
-def test_alone_check_picks_a_passed_kernel_then_a_device_bound_one_then_any_correct_one() -> None:
+def test_alone_check_picks_a_device_bound_kernel_passed_first_then_a_passed_one_then_any_correct_one() -> None:
     bench = load_script("bench/verify_batch.py", "bench_verify_batch")
     from verify.pipeline import VerifyJob
 
-    jobs = [VerifyJob(key=k, task_code="", kernel_code="", form="model-new") for k in "abcde"]
+    jobs = [VerifyJob(key=k, task_code="", kernel_code="", form="model-new") for k in "abcdefgh"]
     ok = {"correctness": {"verdict": "pass"}}
+    busy = {"kernel_ms": 0.4, "gpu_busy": 0.95}
     batch = {
         "a": {"status": "failed", "checks": {"correctness": {"verdict": "fail"}}, "speed": {"kernel_ms": 1.0}},
         "b": {"status": "flagged", "checks": ok, "speed": {"kernel_ms": 0.05, "host_bound": True}},
-        "c": {"status": "flagged", "checks": {**ok, "launch-bound": {"verdict": "warn"}}, "speed": {"kernel_ms": 0.5}},
-        "d": {"status": "flagged", "checks": ok, "speed": {"kernel_ms": 0.4}},
+        "c": {"status": "flagged", "checks": {**ok, "launch-bound": {"verdict": "warn"}}, "speed": busy},
+        "d": {"status": "flagged", "checks": ok, "speed": {"kernel_ms": 0.4, "gpu_busy": 0.6}},
         "e": {"status": "passed", "checks": ok, "speed": {"kernel_ms": 0.01}},
+        "f": {"status": "flagged", "checks": ok, "speed": busy, "harness_seconds": 20.0},
+        "g": {"status": "flagged", "checks": ok, "speed": {**busy, "gpu_busy": 0.99}, "harness_seconds": 130.0},
+        "h": {"status": "passed", "checks": ok, "speed": {**busy, "gpu_busy": 0.91}},
     }
-    picked = bench.alone_candidate(jobs, batch)
-    assert (picked[0].key, picked[1]) == ("e", "passed")
+
+    def pick() -> tuple[str, str] | None:
+        picked = bench.alone_candidate(jobs, batch)
+        return None if picked is None else (picked[0].key, picked[1])
+
+    assert pick() == ("h", "passed, device-bound")
+    del batch["h"]
+    assert pick() == ("f", "device-bound"), "a short verification first, the busier GPU only among those"
+    del batch["f"]
+    assert pick() == ("g", "device-bound")
+    del batch["g"]
+    assert pick() == ("e", "passed")
     del batch["e"]
-    picked = bench.alone_candidate(jobs, batch)
-    assert (picked[0].key, picked[1]) == ("d", "device-bound")
-    del batch["d"]
-    picked = bench.alone_candidate(jobs, batch)
-    assert (picked[0].key, picked[1]) == ("b", "correct, host- or launch-bound")
+    assert pick() == ("c", "correct, host- or launch-bound"), "the busier GPU first in every tier"
     assert bench.alone_candidate(jobs, {"a": batch["a"]}) is None
+
+
+def test_a_reports_gpu_busy_share_comes_from_its_kernel_listing_when_its_speed_lacks_it() -> None:
+    bench = load_script("bench/verify_batch.py", "bench_verify_batch")
+    report = {"speed": {"kernel_ms": 0.5}, "kernels": {"candidate": [{"device_us": 300.0}, {"device_us": 150.0}]}}
+    assert bench.gpu_busy(report) == pytest.approx(0.9)
+    assert bench.gpu_busy({"speed": {"kernel_ms": 0.5}}) == 0.0

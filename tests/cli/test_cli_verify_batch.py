@@ -160,6 +160,23 @@ def test_render_markdown_with_no_verification_claims_nothing() -> None:
     assert "0 verified" in text and "**1** have no verification" in text and "reproduce within" not in text
 
 
+def test_render_markdown_counts_the_kernels_whose_timed_call_is_mostly_the_hosts() -> None:
+    def row(name: str, claimed: float, kernel_ms: float, device_us: float | None) -> dict:
+        report = {"speed": {"kernel_ms": kernel_ms, "eager_ms": 1.0}, "checks": {"correctness": {"verdict": "pass"}},
+                  "kernels": {"candidate": [{"device_us": device_us}] if device_us else []}}
+        return {"kernel_id": name, "kernel_name": name, "level": 2, "problem_id": 1, "task_name": "t",
+                "claimed_speedup": claimed, "status": "flagged", "report": report, "verification_id": f"v-{name}",
+                "gpu": "H100"}
+
+    rows = [row("busy", 1.0, 1.0, 950.0), row("host", 3.0, 0.5, 40.0), row("host2", 1.0, 0.25, 50.0),
+            row("unlisted", 1.0, 1.0, None)]
+    text = render_markdown(REPRODUCTIONS["cuda-l1-h100"], rows, "cmd")
+    assert ("- **2** of the 3 with a kernel listing keep the GPU busy less than 50% of their timed call" in text
+            and "(1 reproduces, 1 falls-short)" in text)
+    assert "| 1.00x (1.00-1.00) | 95% | flagged |" in text and "| 2.00x (2.00-2.00) | 8% | flagged |" in text
+    assert "| 1.00x (1.00-1.00) | - | flagged |" in text
+
+
 def test_verify_import_stores_reports_by_code_hash(runner: CliRunner, handmade: Handmade, tmp_path: Path) -> None:
     code = "// kernel a1\n__global__ void k() {}"
     with connect(handmade.path, read_only=True) as con:

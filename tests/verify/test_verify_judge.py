@@ -513,12 +513,28 @@ def test_a_host_bound_kernel_passes_and_reports_its_wall_time() -> None:
     assert checks["side-streams"]["verdict"] == "pass", checks["side-streams"]
     assert checks["side-streams"]["evidence"][0].startswith("host-bound:")
     assert speed["host_bound"] is True and speed["kernel_ms"] == pytest.approx(0.6536)
+    assert speed["gpu_busy"] == pytest.approx(0.111394 / 0.6536), "the GPU's share of the time reported"
     assert speed["speedup_eager"] == pytest.approx(0.032 / 0.6536) and "timing_trusted" not in speed
     assert overall_status(checks) == "passed"
     # The same report without host times (harness 1.1): the spreads alone explain the gap.
     _timed(ev, _calls(0.1143, 0.6536, wall_iqr=0.32, event_iqr=0.0027))
     checks, speed = judge(ev)
     assert checks["side-streams"]["verdict"] == "pass" and speed["kernel_ms"] == pytest.approx(0.1143)
+
+
+def test_the_gpu_time_of_a_call_is_reported_beside_its_event_time() -> None:
+    # The H100's level 1 task 46: one 344 us convolution kernel, events 0.39-0.43 ms over four runs (the host's
+    # launch moves them), its profiled GPU time 0.343-0.345 ms in every run.
+    ev = honest()
+    _timed(ev, _calls(0.41, 0.45, host=0.12, wall_iqr=0.01, event_iqr=0.01))
+    _kernels(ev, ("conv_depthwise3d", 7, 300.0), ("relu_k", 7, 44.0))
+    checks, speed = judge(ev)
+    assert speed["device_ms"] == pytest.approx(0.344) and speed["gpu_busy"] == pytest.approx(0.344 / 0.41)
+    assert speed["reference_device_ms"] == pytest.approx(0.003)
+    assert speed["kernel_ms"] == pytest.approx(0.41), "the speedups stay on the event times"
+    _kernels(ev)
+    _, speed = judge(ev)
+    assert "device_ms" not in speed and "gpu_busy" not in speed, "no kernel listed, no GPU time"
 
 
 def test_work_finished_after_forward_returned_is_not_explained_by_host_time() -> None:

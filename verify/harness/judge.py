@@ -22,6 +22,7 @@ from typing import Any
 from verify.harness.context import automatic_changes, context_changes
 from verify.harness.static import CHECKS, kernel_names, static_verdicts
 from verify.harness.tensors import bit_equal, error_stats, fails_l2_bound, fingerprints_agree, judge_output
+from verify.harness.timing import device_ms
 
 TOLERANCE: dict[str, Any] = {
     "atol": 1e-2,
@@ -1296,7 +1297,27 @@ def speed_summary(ev: Evidence) -> dict[str, Any]:
         for name in ("eager", "compile", "graph"):
             if speed.get(f"{name}_ms"):
                 speed[f"speedup_{name}"] = speed[f"{name}_ms"] / speed["kernel_ms"]
+    speed.update(gpu_time(ev, speed.get("kernel_ms")))
     return speed
+
+
+def gpu_time(ev: Evidence, kernel_ms: float | None) -> dict[str, float]:
+    """The GPU's own time per call of the candidate and of the reference (``timing.device_ms``), and the share of
+    the candidate's timed call the GPU was busy (``gpu_busy``; low when the call's time is the host's).
+
+    Descriptive only: no check reads them. They are what a busy host cannot move, so a kernel timed in a batch
+    and alone can be compared by them even when its timed call is host-bound.
+    """
+    out: dict[str, float] = {}
+    mine = device_ms((ev.run.first("kernels", which="candidate") or {}).get("kernels") if ev.run else None)
+    theirs = device_ms((ev.trusted.first("kernels", which="reference") or {}).get("kernels") if ev.trusted else None)
+    if mine:
+        out["device_ms"] = mine
+        if kernel_ms:
+            out["gpu_busy"] = mine / kernel_ms
+    if theirs:
+        out["reference_device_ms"] = theirs
+    return out
 
 
 CHECK_FUNCTIONS: tuple[tuple[str, Any], ...] = (
@@ -1380,6 +1401,8 @@ def _use_wall_time(ev: Evidence, speed: dict[str, Any], kernel_ms: float, source
     speed["kernel_event_ms"] = speed.get("kernel_ms")
     speed["kernel_ms"] = kernel_ms
     speed["kernel_ms_from"] = source
+    if speed.get("device_ms"):
+        speed["gpu_busy"] = speed["device_ms"] / kernel_ms
     for name, which in (("eager", "eager"), ("compile", "compile"), ("graph", "cuda-graph")):
         baseline = _timing(ev.trusted, which)
         if baseline:

@@ -59,6 +59,10 @@ def render_text(report: dict[str, Any]) -> str:
                 speedup = speed.get(f"speedup_{key}")
                 lines.append(f"  {label:<14} {_ms(speed.get(f'{key}_ms')):>10} ms  IQR {_ms(speed.get(f'{key}_iqr_ms'))}"
                              + (f"   speedup {speedup:.2f}x" if speedup and key != "kernel" else ""))
+        if speed.get("device_ms") is not None:
+            busy = speed.get("gpu_busy")
+            lines.append(f"  {'GPU time':<14} {_ms(speed['device_ms']):>10} ms  the kernels' own time in one profiled call"
+                         + (f", {busy:.0%} of the kernel's time" if busy is not None else ""))
     kernels = (report.get("kernels") or {}).get("candidate") or []
     if kernels:
         lines.append("")

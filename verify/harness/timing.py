@@ -74,6 +74,39 @@ def summarize(values: list[float]) -> dict[str, float]:
     }
 
 
+def device_ms(kernels: list[dict[str, Any]] | None) -> float | None:
+    """GPU time of one call (ms): its kernels' durations summed, from the profiled call's listing.
+
+    Unlike the event time, it leaves out the host's part of the call (Python, launches, the GPU waiting on
+    them), so it is the same in a busy batch as alone; kernels on several streams are all counted. None
+    without a listing or when the call launched no kernel. It describes the call and decides nothing: a
+    candidate could run less work under the profiler (the side-streams check compares it with the events).
+
+    Example:
+        >>> device_ms([{"device_us": 300.0}, {"device_us": 44.5}])
+        0.3445
+        >>> device_ms([]) is None
+        True
+    """
+    total = sum(float(k.get("device_us") or 0.0) for k in kernels or [])
+    return total / 1000 if total > 0 else None
+
+
+def gpu_busy(report: dict[str, Any]) -> float | None:
+    """The share of a report's timed call the GPU was busy: ``speed.gpu_busy``, or for reports of harnesses before
+    it, the candidate's ``device_ms`` over its kernel time. None when the report cannot say.
+
+    Example:
+        >>> gpu_busy({"speed": {"kernel_ms": 0.5}, "kernels": {"candidate": [{"device_us": 450.0}]}})
+        0.9
+    """
+    speed = report.get("speed") or {}
+    if speed.get("gpu_busy") is not None:
+        return float(speed["gpu_busy"])
+    busy = device_ms((report.get("kernels") or {}).get("candidate"))
+    return busy / float(speed["kernel_ms"]) if busy and speed.get("kernel_ms") else None
+
+
 def l2_flush_buffer(torch: Any, device: str) -> Any:
     """A buffer of at least twice the GPU's L2 size (None on CPU)."""
     if device != "cuda":
