@@ -173,6 +173,19 @@ def span_s(reports: list[dict[str, Any]]) -> float | None:
     return (max(end for _, end in stamps) - min(start for start, _ in stamps)).total_seconds()
 
 
+def span_rate(reports: list[dict[str, Any]]) -> float | None:
+    """Kernels a minute from the first report's start to the last one's finish (``span_s``): the pass's rate
+    without the pool's start and without the kernels still running when its budget ended (stopped, unreported).
+
+    Example:
+        >>> span_rate([{"started_at": "2026-11-28T04:00:00+00:00", "finished_at": "2026-11-28T04:00:30+00:00"},
+        ...            {"started_at": "2026-11-28T04:00:10+00:00", "finished_at": "2026-11-28T04:01:00+00:00"}])
+        2.0
+    """
+    span = span_s(reports)
+    return round(60.0 * len(reports) / span, 3) if span else None
+
+
 def kernel_ms(report: dict[str, Any]) -> float | None:
     """The report's kernel median (ms)."""
     return (report.get("speed") or {}).get("kernel_ms")
@@ -285,6 +298,7 @@ def alone_vs_batch(jobs: list[VerifyJob], batch: dict[str, dict[str, Any]], opti
     alone_gpu = [m for m in map(gpu_ms, runs) if m]
     a = statistics.median(alone_ms) if alone_ms else None
     b = kernel_ms(batch[job.key])
+    gpu_a, gpu_b = statistics.median(alone_gpu) if alone_gpu else None, gpu_ms(batch[job.key])
     same_status = all(r.get("status") == batch[job.key].get("status") for r in runs)
     diff = _diff(a, b)
     return {"kernel": job.key, "picked": why, "gpu": gpu, "gpu_busy_batch": round(gpu_busy(batch[job.key]), 3),
@@ -292,9 +306,7 @@ def alone_vs_batch(jobs: list[VerifyJob], batch: dict[str, dict[str, Any]], opti
             "status_batch": batch[job.key].get("status"),
             "kernel_ms_alone": a, "kernel_ms_alone_runs": alone_ms, "kernel_ms_batch": b, "timing_diff": diff,
             "alone_spread": _spread(alone_ms),
-            "device_ms_alone": statistics.median(alone_gpu) if alone_gpu else None,
-            "device_ms_batch": gpu_ms(batch[job.key]),
-            "device_diff": _diff(statistics.median(alone_gpu) if alone_gpu else None, gpu_ms(batch[job.key])),
+            "device_ms_alone": gpu_a, "device_ms_batch": gpu_b, "device_diff": _diff(gpu_a, gpu_b),
             "same_verdict": same_status and all(verdicts(r) == verdicts(batch[job.key]) for r in runs),
             "ok": same_status and diff is not None and diff <= 0.03}
 
@@ -409,6 +421,8 @@ def main() -> int:
         "gpus": len(set((r.get("batch") or {}).get("gpu") for r in cold.reports.values())) or None,
         "kernels_per_min_cold": round(cold.stats.per_minute(cold.stats.finished_at), 3),
         "kernels_per_min_warm": round(warm.stats.per_minute(warm.stats.finished_at), 3) if args.warm else None,
+        "kernels_per_min_cold_span": span_rate(list(cold.reports.values())),
+        "kernels_per_min_warm_span": span_rate(list(warm.reports.values())) if args.warm else None,
         **{f"share_{k}": v for k, v in cold.stats.shares().items() if k != "other"},
         "share_other": cold.stats.shares()["other"],
         "warm_shares": warm.stats.shares(),

@@ -47,6 +47,7 @@ def test_the_batch_benchmark_runs_its_passes_and_both_checks_on_cpu(tmp_path: Pa
     assert result["n_kernels"] == 3 and result["n_cold"] == 3 and result["n_warm"] == 3
     assert result["statuses_cold"] == {"flagged": 2, "failed": 1}
     assert result["kernels_per_min_cold"] > 0 and result["kernels_per_min_warm"] > 0
+    assert result["kernels_per_min_cold_span"] > 0 and result["kernels_per_min_warm_span"] > 0
     assert abs(sum(result[f"share_{k}"] for k in ("compile", "references", "trials", "timing", "other")) - 1) < 1e-3
     alone = result["alone_vs_batch"]
     assert alone["same_verdict"] is True and alone["repeats"] == 2 and len(alone["kernel_ms_alone_runs"]) == 2
