@@ -225,6 +225,17 @@ def leaderboard(con: duckdb.DuckDBPyConnection, f: LeaderboardFilter | None = No
     return con.execute(sql, params).df()
 
 
+VERIFICATION_RUNS = """
+    SELECT *, gpu_ms / NULLIF(kernel_ms_median, 0) AS gpu_busy
+    FROM (SELECT * EXCLUDE (report, log),
+                 NULLIF(list_sum(TRY_CAST(json_extract(report, '$.kernels.candidate[*].device_us') AS DOUBLE[])), 0)
+                     / 1000 AS gpu_ms
+          FROM verifications WHERE kernel_id = ?)
+    ORDER BY started_at DESC
+"""
+"""A kernel's verifications, newest first, with the GPU's own time per call (``gpu_ms``: the candidate's kernels
+in the report's profiled call) and ``gpu_busy``, its share of the reported kernel time (``verify.harness.timing``)."""
+
 SUMMARY_INPUTS: tuple[str, ...] = ("measurements", "kernels", "tasks", "verifications")
 """Tables whose rows decide the default leaderboard; a write to any of them refreshes the summary."""
 SUMMARY_STATE = "leaderboard"
@@ -558,10 +569,7 @@ def kernel_detail(con: duckdb.DuckDBPyConnection, kernel_id: str) -> KernelDetai
                WHERE n.kernel_id = ? ORDER BY n.model, n.rank""",
             kernel_id,
         ),
-        verifications=frame(
-            "SELECT * EXCLUDE (report, log) FROM verifications WHERE kernel_id = ? ORDER BY started_at DESC",
-            kernel_id,
-        ),
+        verifications=frame(VERIFICATION_RUNS, kernel_id),
         verification_checks=frame(
             """SELECT c.* FROM verification_checks c JOIN verifications v USING (verification_id)
                WHERE v.kernel_id = ? ORDER BY v.started_at DESC, c.check_name""",

@@ -87,7 +87,8 @@ def test_verification_history_lists_runs_and_checks_worst_first(open_app, handma
     kernel_id = handmade.kernels["a1"]
     bundle = Bundle()
     bundle.add("verifications", verification_id="v1", kernel_id=kernel_id, started_at=utcnow(), status="flagged",
-               mode="full", harness_version="test", gpu="H100", trials=5, kernel_ms_median=0.5)
+               mode="full", harness_version="test", gpu="H100", trials=5, kernel_ms_median=0.5,
+               report={"kernels": {"candidate": [{"device_us": 300.0}, {"device_us": 100.0}]}})
     for check, verdict in (("aliasing", "pass"), ("timer-patching", "fail"), ("lower-precision", "warn")):
         bundle.add("verification_checks", verification_id="v1", check_name=check, verdict=verdict,
                    evidence=f"evidence for {check}")
@@ -103,5 +104,6 @@ def test_verification_history_lists_runs_and_checks_worst_first(open_app, handma
     assert "evidence for timer-patching" in texts(at)
     runs = next(d.value for d in at.dataframe if "status" in d.value and "mode" in d.value)
     assert runs[["status", "gpu", "trials"]].to_dict("records") == [{"status": "flagged", "gpu": "H100", "trials": 5}]
+    assert (runs["gpu_ms"].iloc[0], runs["gpu_busy"].iloc[0]) == (pytest.approx(0.4), pytest.approx(0.8))
     checks = next(d.value for d in at.dataframe if "verdict" in d.value)
     assert checks["verdict"].tolist() == ["fail", "warn", "pass"]

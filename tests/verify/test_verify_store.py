@@ -49,6 +49,20 @@ def test_store_report_writes_one_short_transaction(archive_path: Path) -> None:
         assert con.execute("SELECT count(*) FROM measurements WHERE source = 'verify'").fetchall()[0][0] == 2  # one per run
 
 
+def test_a_kernels_verifications_carry_the_gpus_own_time_from_the_stored_report(archive_path: Path) -> None:
+    from archive_db.queries import VERIFICATION_RUNS
+
+    listed = {**REPORT, "kernels": {"candidate": [{"device_us": 300.0}, {"device_us": 100.0}]}}
+    store_report(archive_path, listed, "k1")
+    store_report(archive_path, REPORT, "k1")
+    with connect(archive_path, read_only=True) as con:
+        rows = con.execute(VERIFICATION_RUNS, ["k1"]).fetchdf()
+    listed_row = rows[rows["gpu_ms"].notna()].iloc[0]
+    assert listed_row["gpu_ms"] == pytest.approx(0.4) and listed_row["gpu_busy"] == pytest.approx(0.8)
+    assert rows["gpu_ms"].isna().sum() == 1 and rows["gpu_busy"].isna().sum() == 1, "no listing, no GPU time"
+    assert "report" not in rows.columns and "log" not in rows.columns
+
+
 def _kernel(archive: Path, source: str, form: str) -> str:
     with connect(archive, read_only=True) as con:
         rows = con.execute(
