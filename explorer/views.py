@@ -186,7 +186,8 @@ COLUMN_TITLES: dict[str, str] = {
     "kernel_ms_median": "kernel (median)", "kernel_ms_iqr": "kernel (IQR)", "eager_ms_median": "eager (median)",
     "compile_ms_median": "compile (median)", "harness_version": "harness", "cuda_version": "CUDA",
     "torch_version": "torch", "started_at": "started", "finished_at": "finished", "release_file": "release file",
-    "gpu_ms": "GPU time", "gpu_busy": "GPU busy", "device_time_total_us": "device time (us)", "cpu_time_total_us": "CPU time (us)", "a": "a", "b": "b",
+    "gpu_ms": "GPU time", "gpu_busy": "GPU busy", "device_time_total_us": "device time (us)",
+    "cpu_time_total_us": "CPU time (us)", "a": "a", "b": "b",
 }
 """Human titles of the archive's column names; others read as the name with spaces."""
 
@@ -195,8 +196,9 @@ COLUMN_KINDS: dict[str, str] = {
     "median_speedup_compile": "speedup", "median_best_speedup": "speedup", "geomean_best_speedup": "speedup",
     "best": "speedup", "kernel_ms": "ms", "eager_ms": "ms", "compile_ms": "ms", "mean_ms": "ms", "std_ms": "ms",
     "min_ms": "ms", "max_ms": "ms", "kernel_ms_median": "ms", "kernel_ms_iqr": "ms", "eager_ms_median": "ms",
-    "compile_ms_median": "ms", "gpu_ms": "ms", "gpu_busy": "share", "share_correct": "share", "fast_1": "share", "fast_2": "share",
-    "share_tasks_solved": "share", "max_diff": "sci", "distance": "float3", "gpus": "list", "origins": "list",
+    "compile_ms_median": "ms", "gpu_ms": "ms", "gpu_busy": "share", "share_correct": "share", "fast_1": "share",
+    "fast_2": "share", "share_tasks_solved": "share", "max_diff": "sci", "distance": "float3", "gpus": "list",
+    "origins": "list",
 }
 """The ``FORMATS`` kind of known columns; other columns are formatted by their dtype."""
 

@@ -155,7 +155,8 @@ def render_markdown(spec: Reproduction, rows: list[dict[str, Any]], command: str
                if host_outcomes else ""))
     lines.append("")
     lines += ["## Kernels", "",
-              "| level | task | kernel | claimed | ours | GPU busy | verdict | outcome | failed or warned | verification |",
+              "| level | task | kernel | claimed | ours | GPU busy | verdict | outcome | failed or warned "
+              "| verification |",
               "|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         report = _report(row)

@@ -182,8 +182,8 @@ def _related(d: KernelDetail) -> None:
 
 
 VERIFICATION_COLUMNS = ["started_at", "status", "mode", "gpu", "driver", "cuda_version", "torch_version", "trials",
-                        "kernel_ms_median", "kernel_ms_iqr", "gpu_ms", "gpu_busy", "eager_ms_median", "compile_ms_median",
-                        "harness_version", "finished_at", "verification_id"]
+                        "kernel_ms_median", "kernel_ms_iqr", "gpu_ms", "gpu_busy", "eager_ms_median",
+                        "compile_ms_median", "harness_version", "finished_at", "verification_id"]
 VERDICT_ORDER: dict[str, int] = {"fail": 0, "warn": 1, "pass": 2, "skip": 3}
 
 

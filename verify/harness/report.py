@@ -61,8 +61,8 @@ def render_text(report: dict[str, Any]) -> str:
                              + (f"   speedup {speedup:.2f}x" if speedup and key != "kernel" else ""))
         if speed.get("device_ms") is not None:
             busy = speed.get("gpu_busy")
-            lines.append(f"  {'GPU time':<14} {_ms(speed['device_ms']):>10} ms  the kernels' own time in one profiled call"
-                         + (f", {busy:.0%} of the kernel's time" if busy is not None else ""))
+            lines.append(f"  {'GPU time':<14} {_ms(speed['device_ms']):>10} ms  the kernels' own time in one "
+                         "profiled call" + (f", {busy:.0%} of the kernel's time" if busy is not None else ""))
     kernels = (report.get("kernels") or {}).get("candidate") or []
     if kernels:
         lines.append("")
