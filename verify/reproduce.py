@@ -25,12 +25,10 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from verify.harness.timing import gpu_busy
+from verify.harness.timing import HOST_BOUND_BUSY, gpu_busy
 
 WITHIN = 0.2
 DISAGREE = 1.5
-HOST_BOUND_BUSY = 0.5
-"""Below this share of its timed call on the GPU (``timing.gpu_busy``), a kernel's time is mostly the host's."""
 OUTCOMES: dict[str, str] = {
     "reproduces": "reproduce within 20% of the claim (or beat it)",
     "falls-short": "pass correctness but run more than 20% slower than claimed",

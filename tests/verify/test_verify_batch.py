@@ -222,6 +222,12 @@ def test_batch_stats_rate_eta_and_shares() -> None:
     assert stats.line(120.0) == "passed 2 · flagged 1 · failed 1 · 2.0/min · ETA 3m00s"
     rows = {cells[0]: cells[1] for cells in zip(*[c._cells for c in summary_table(stats).columns], strict=True)}
     assert rows["passed"] == "2" and rows["kernels per minute"] == "2.00" and rows["share references"] == "30.0%"
+    assert "timed calls mostly host time" not in rows, "no report said how busy the GPU was"
+    stats.record({"status": "flagged", "speed": {"gpu_busy": 0.12}})
+    stats.record({"status": "passed", "speed": {"kernel_ms": 1.0}, "kernels": {"candidate": [{"device_us": 950.0}]}})
+    assert (stats.timed, stats.host_bound) == (2, 1)
+    rows = {cells[0]: cells[1] for cells in zip(*[c._cells for c in summary_table(stats).columns], strict=True)}
+    assert rows["timed calls mostly host time"] == "1 of 2 (GPU busy < 50%)"
 
 
 def test_time_shares_without_a_run_child_count_everything_else_as_other() -> None:

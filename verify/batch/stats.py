@@ -21,6 +21,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from verify.harness.timing import HOST_BOUND_BUSY, gpu_busy
+
 PHASES: tuple[str, ...] = ("compile", "references", "trials", "timing", "other")
 
 
@@ -71,6 +73,10 @@ class BatchStats:
     builds: Counter[str] = field(default_factory=Counter)
     phase_s: dict[str, float] = field(default_factory=lambda: dict.fromkeys(PHASES, 0.0))
     finished_at: float | None = None
+    timed: int = 0
+    """Reports that say how busy the GPU was in the kernel's timed call (``timing.gpu_busy``)."""
+    host_bound: int = 0
+    """Of those, the ones whose timed call was mostly the host's (GPU busy under ``HOST_BOUND_BUSY``)."""
 
     @property
     def done(self) -> int:
@@ -85,6 +91,10 @@ class BatchStats:
             self.builds[build_state] += 1
         for phase, seconds in time_shares(report, prebuild_s).items():
             self.phase_s[phase] += seconds
+        busy = gpu_busy(report)
+        if busy is not None:
+            self.timed += 1
+            self.host_bound += busy < HOST_BOUND_BUSY
         self.finished_at = time.monotonic() if now is None else now
 
     def per_minute(self, now: float | None = None) -> float:

@@ -92,6 +92,10 @@ def device_ms(kernels: list[dict[str, Any]] | None) -> float | None:
     return total / 1000 if total > 0 else None
 
 
+HOST_BOUND_BUSY = 0.5
+"""Below this share of its timed call on the GPU (``gpu_busy``), a kernel's time is mostly the host's."""
+
+
 def gpu_busy(report: dict[str, Any]) -> float | None:
     """The share of a report's timed call the GPU was busy: ``speed.gpu_busy``, or for reports of harnesses before
     it, the candidate's ``device_ms`` over its kernel time. None when the report cannot say.
