@@ -451,10 +451,13 @@ def test_a_box_selection_lists_the_same_kernels_after_a_recolour(served: Served,
         box = page.locator(MAP).bounding_box()
         page.mouse.click(box["x"] + 26, box["y"] + 24)  # the toolbox's box-select tool, top left
         page.wait_for_timeout(600)
-        # A strip of the plot, so the selection is small enough (<= 200 kernels) to be kept in the URL.
-        page.mouse.move(box["x"] + box["width"] * 0.25, box["y"] + 50)
+        # A small box around one drawn point, so the selection is never empty and small enough (<= 200 kernels)
+        # to be kept in the URL whatever the layout (a fixed strip of the plot held more in some layouts).
+        points = page.evaluate(f"() => ({POINTS})(document.querySelector('{MAP}'))")
+        x, y = points[len(points) // 2]
+        page.mouse.move(x - 12, y - 12)
         page.mouse.down()
-        page.mouse.move(box["x"] + box["width"] * 0.45, box["y"] + box["height"] - 20, steps=12)
+        page.mouse.move(x + 12, y + 12, steps=8)
         page.mouse.up()
         try:
             page.wait_for_url(re.compile(r"selected="), timeout=20_000)
