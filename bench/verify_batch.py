@@ -271,7 +271,7 @@ def alone_vs_batch(jobs: list[VerifyJob], batch: dict[str, dict[str, Any]], opti
     import statistics
 
     from verify.batch.build_cache import BuildCache, detect_toolchain
-    from verify.harness.timing import device_ms
+    from verify.harness.timing import report_device_ms
     from verify.runner import verify_code
 
     candidate = alone_candidate(jobs, batch)
@@ -288,17 +288,14 @@ def alone_vs_batch(jobs: list[VerifyJob], batch: dict[str, dict[str, Any]], opti
                                   build_dir=build_cache.entry(job), env=env))
     runs = [json.loads(line)["report"] for line in recorder.path.read_text().splitlines()]
 
-    def gpu_ms(report: dict[str, Any]) -> float | None:
-        return (report.get("speed") or {}).get("device_ms") or device_ms((report.get("kernels") or {}).get("candidate"))
-
     def verdicts(report: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         return report.get("status"), {n: c["verdict"] for n, c in (report.get("checks") or {}).items()}
 
     alone_ms = [m for m in map(kernel_ms, runs) if m]
-    alone_gpu = [m for m in map(gpu_ms, runs) if m]
+    alone_gpu = [m for m in map(report_device_ms, runs) if m]
     a = statistics.median(alone_ms) if alone_ms else None
     b = kernel_ms(batch[job.key])
-    gpu_a, gpu_b = statistics.median(alone_gpu) if alone_gpu else None, gpu_ms(batch[job.key])
+    gpu_a, gpu_b = statistics.median(alone_gpu) if alone_gpu else None, report_device_ms(batch[job.key])
     same_status = all(r.get("status") == batch[job.key].get("status") for r in runs)
     diff = _diff(a, b)
     return {"kernel": job.key, "picked": why, "gpu": gpu, "gpu_busy_batch": round(gpu_busy(batch[job.key]), 3),

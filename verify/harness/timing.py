@@ -96,6 +96,17 @@ HOST_BOUND_BUSY = 0.5
 """Below this share of its timed call on the GPU (``gpu_busy``), a kernel's time is mostly the host's."""
 
 
+def report_device_ms(report: dict[str, Any]) -> float | None:
+    """A report's GPU time per call: ``speed.device_ms``, or for reports of harnesses before it, ``device_ms`` of
+    the candidate's kernel listing. None when the report cannot say.
+
+    Example:
+        >>> report_device_ms({"speed": {}, "kernels": {"candidate": [{"device_us": 450.0}]}})
+        0.45
+    """
+    return (report.get("speed") or {}).get("device_ms") or device_ms((report.get("kernels") or {}).get("candidate"))
+
+
 def gpu_busy(report: dict[str, Any]) -> float | None:
     """The share of a report's timed call the GPU was busy: ``speed.gpu_busy``, or for reports of harnesses before
     it, the candidate's ``device_ms`` over its kernel time. None when the report cannot say.
@@ -107,7 +118,7 @@ def gpu_busy(report: dict[str, Any]) -> float | None:
     speed = report.get("speed") or {}
     if speed.get("gpu_busy") is not None:
         return float(speed["gpu_busy"])
-    busy = device_ms((report.get("kernels") or {}).get("candidate"))
+    busy = report_device_ms(report)
     return busy / float(speed["kernel_ms"]) if busy and speed.get("kernel_ms") else None
 
 
