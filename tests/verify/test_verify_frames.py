@@ -139,3 +139,17 @@ def test_a_candidates_outputs_are_copied_out_on_arrival_and_their_pages_released
     outputs = unpack_groups(torch, got["out-0"])
     assert outputs is not None and torch.equal(outputs["outputs"][0], out)
     assert blocks * 512 <= 2 * 4096, "the copied payload's pages went back (only the rewritten page is held)"
+
+
+def test_the_statefulness_probe_crosses_as_frames_and_a_partial_one_reads_as_none() -> None:
+    from verify.harness.parent import _load_state_probe
+
+    x, y = torch.randn(4, 5), torch.randn(3)
+    sent = {"first": [x, None], "second": [x * 2, None], "ref_x": [x, y], "ref_changed": [x + 1, y]}
+    got = _load_state_probe(_join(pack_groups(torch, sent)))
+    assert got is not None and got["first"][1] is None and got["second"][1] is None
+    for key, values in sent.items():
+        for a, b in zip(values, got[key], strict=True):
+            assert (a is None and b is None) or torch.equal(a, b)
+    assert _load_state_probe(_join(pack_groups(torch, {"first": [x], "second": [x], "ref_x": [x]}))) is None
+    assert _load_state_probe(None) is None

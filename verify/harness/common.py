@@ -18,7 +18,7 @@ import threading
 import time
 from typing import Any
 
-HARNESS_VERSION = "1.10"
+HARNESS_VERSION = "1.11"
 
 # Attributes whose identity must not change once the candidate is imported (timer and harness patching).
 # (torch.manual_seed is left out: torch._dynamo rebinds it when it is first imported.)

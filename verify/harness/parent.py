@@ -434,6 +434,18 @@ def _load_references(blob: bytearray | None) -> dict[str, Any] | None:
     return {"ref64": groups.get("ref64"), "ref32": groups["ref32"]}
 
 
+def _load_state_probe(blob: bytearray | None) -> dict[str, Any] | None:
+    """The statefulness probe's four output lists (``first``, ``second``, ``ref_x``, ``ref_changed``); None when
+    absent or unreadable."""
+    import torch
+
+    groups = unpack_groups(torch, blob)
+    keys = ("first", "second", "ref_x", "ref_changed")
+    if groups is None or any(groups.get(k) is None for k in keys):
+        return None
+    return {k: groups[k] for k in keys}
+
+
 def _load_outputs(blobs: dict[str, bytearray], report: ChildReport) -> dict[tuple[int, str], list[Any]]:
     outputs: dict[tuple[int, str], list[Any]] = {}
     for message in report.all("trial"):
@@ -629,13 +641,7 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
             ev.shape_out = _load_blob_list(runner.blobs.get("out-shape"))
             ev.init_out = _load_blob_list(runner.blobs.get("out-init"))
             if "state-probe" in runner.blobs:
-                import io
-
-                import torch
-
-                with contextlib.suppress(Exception):
-                    ev.state_probe = torch.load(io.BytesIO(runner.blobs["state-probe"]), map_location="cpu",
-                                                weights_only=True)
+                ev.state_probe = _load_state_probe(runner.blobs["state-probe"])
         gate.release()
         marks.append((time.monotonic(), "evidence-loaded"))
         checks, speed = judge(ev)

@@ -1,0 +1,33 @@
+"""bench/timed_series.py: the timed loop's cost per call, with and without the fingerprint, and its JSON keys."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "timed_series.py"
+
+
+def test_the_timed_series_bench_reports_every_case_and_part() -> None:
+    done = subprocess.run([sys.executable, str(BENCH), "--device", "cpu", "--max-calls", "40", "--json"],
+                          capture_output=True, text=True, timeout=300, check=True)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert set(result) == {"device", "calls", "per_call_ms", "without_fingerprint_ms", "fingerprint_ms", "parts_us"}
+    cases = {"trivial kernel", "linear 128x1024", "conv, 2M outputs", "elementwise, 32M"}
+    assert set(result["calls"]) == set(result["per_call_ms"]) == set(result["fingerprint_ms"]) == cases
+    assert all(30 <= n <= 40 for n in result["calls"].values())
+    assert all(ms > 0 for ms in result["per_call_ms"].values())
+    assert all(us > 0 for us in result["parts_us"].values()) and len(result["parts_us"]) == 7
+    assert "no fingerprint" in done.stdout and "part of the loop" in done.stdout
+
+
+def test_without_a_gpu_it_says_how_to_run() -> None:
+    import pytest
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present: the bench runs instead of refusing")
+    done = subprocess.run([sys.executable, str(BENCH)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "--device cpu" in done.stderr
