@@ -21,7 +21,8 @@ them as ``verifications`` rows of the matching archive kernels later.
 
 The kernels are a seeded random sample of the file's kernels with code (``--all``: every one);
 ``--budget-s`` bounds the whole run: the cold pass gets half of it, the warm pass a quarter (no kernel
-starts after its pass's share; those finished count), the checks the rest; with ``--no-warm`` the cold
+starts after its pass's share; those finished count), the checks the rest (the alone check verifies its kernel
+once, and again only while that rest allows); with ``--no-warm`` the cold
 pass gets 85%; ``--scaling`` adds two passes of a quarter each. A kernel started before its pass's share ran out finishes, however long it takes, unless
 ``--grace-s`` is given: the kernels still running that long after the share are stopped, unreported.
 
@@ -212,12 +213,13 @@ def gpu_busy(report: dict[str, Any]) -> float:
     return busy(report) or 0.0
 
 
-def alone_candidate(jobs: list[VerifyJob], batch: dict[str, dict[str, Any]]) -> tuple[VerifyJob, str] | None:
+def alone_candidate(jobs: list[VerifyJob], batch: dict[str, dict[str, Any]],
+                    max_s: float = ALONE_MAX_S) -> tuple[VerifyJob, str] | None:
     """The kernel the alone-vs-batch check verifies again and why, from the first tier that has one: ``passed``
     and device-bound, correct and device-bound, ``passed``, correct. Device-bound: events, not the host's clock
     (no ``launch-bound`` warning), at least ``ALONE_MIN_MS``, and the GPU busy ``ALONE_MIN_BUSY`` of the call.
-    Within a tier: one verified within ``ALONE_MAX_S`` first, then the busiest GPU, then plan order. None if no
-    kernel passed correctness.
+    Within a tier: one verified within ``max_s`` (default ``ALONE_MAX_S``) first, then the busiest GPU, then plan
+    order. None if no kernel passed correctness.
 
     Example:
         >>> jobs = [VerifyJob(key=k, task_code="", kernel_code="", form="model-new") for k in ("a", "b", "c")]
@@ -248,7 +250,7 @@ def alone_candidate(jobs: list[VerifyJob], batch: dict[str, dict[str, Any]]) -> 
                       ("correct, host- or launch-bound", correct)):
         tier = [j for j in done if pick(j.key)]
         if tier:
-            return min(tier, key=lambda j: ((batch[j.key].get("harness_seconds") or 0) > ALONE_MAX_S,
+            return min(tier, key=lambda j: ((batch[j.key].get("harness_seconds") or 0) > max_s,
                                             -gpu_busy(batch[j.key]), order[j.key])), why
     return None
 
@@ -262,11 +264,15 @@ def _diff(a: float | None, b: float | None) -> float | None:
 
 
 def alone_vs_batch(jobs: list[VerifyJob], batch: dict[str, dict[str, Any]], options: VerifyOptions,
-                   cache: Path, out: Path, repeats: int = 3) -> dict[str, Any]:
+                   cache: Path, out: Path, repeats: int = 3, budget_s: float | None = None) -> dict[str, Any]:
     """Verify ``alone_candidate`` again on its own ``repeats`` times, on the GPU it had in the batch (the reports in
     ``out/reports-alone.jsonl``); compare the verdicts, and the batch's kernel time with the alone runs' median,
     both the event time the archive reports (``timing_diff``, which decides ``ok``) and the GPU's own time
     (``device_diff``). ``alone_spread`` is how far the alone runs are apart from each other.
+
+    With ``budget_s`` the kernel is picked among those whose batch verification fits ``repeats`` times in it where
+    one does, and a run is not started when the last one would not fit in what is left: ``repeats_done`` says how
+    many ran (always at least one).
     """
     import statistics
 
@@ -274,7 +280,8 @@ def alone_vs_batch(jobs: list[VerifyJob], batch: dict[str, dict[str, Any]], opti
     from verify.harness.timing import report_device_ms
     from verify.runner import verify_code
 
-    candidate = alone_candidate(jobs, batch)
+    started = time.monotonic()
+    candidate = alone_candidate(jobs, batch, ALONE_MAX_S if budget_s is None else min(ALONE_MAX_S, budget_s / repeats))
     if candidate is None:
         return {"kernel": None, "note": "no kernel of the batch passed correctness"}
     job, why = candidate
@@ -283,9 +290,14 @@ def alone_vs_batch(jobs: list[VerifyJob], batch: dict[str, dict[str, Any]], opti
     env = build_cache.environment() | ({"CUDA_VISIBLE_DEVICES": str(gpu)} if gpu is not None else {})
     (out / "reports-alone.jsonl").unlink(missing_ok=True)
     recorder = Recorder(out / "reports-alone.jsonl", repeats)
+    last_s = 0.0
     for _ in range(repeats):
+        if budget_s is not None and last_s and time.monotonic() - started + last_s > budget_s:
+            break
+        run_start = time.monotonic()
         recorder(job, verify_code(job.task_code, job.kernel_code, job.form, options, meta=job.meta,
                                   build_dir=build_cache.entry(job), env=env))
+        last_s = time.monotonic() - run_start
     runs = [json.loads(line)["report"] for line in recorder.path.read_text().splitlines()]
 
     def verdicts(report: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
@@ -299,7 +311,7 @@ def alone_vs_batch(jobs: list[VerifyJob], batch: dict[str, dict[str, Any]], opti
     same_status = all(r.get("status") == batch[job.key].get("status") for r in runs)
     diff = _diff(a, b)
     return {"kernel": job.key, "picked": why, "gpu": gpu, "gpu_busy_batch": round(gpu_busy(batch[job.key]), 3),
-            "repeats": repeats, "status_alone": sorted({str(r.get("status")) for r in runs}),
+            "repeats": repeats, "repeats_done": len(runs), "status_alone": sorted({str(r.get("status")) for r in runs}),
             "status_batch": batch[job.key].get("status"),
             "kernel_ms_alone": a, "kernel_ms_alone_runs": alone_ms, "kernel_ms_batch": b, "timing_diff": diff,
             "alone_spread": _spread(alone_ms),
@@ -387,8 +399,8 @@ def main() -> int:
     parser.add_argument("--kill-kernels", type=int, default=3, help="kernels in the kill-and-restart check (0: skip)")
     parser.add_argument("--no-alone", dest="alone", action="store_false", help="skip the alone-vs-batch check")
     parser.add_argument("--alone-repeats", type=int, default=3, metavar="N",
-                        help="verify the alone-vs-batch check's kernel N times on its own (default 3); its time alone "
-                             "is their median")
+                        help="verify the alone-vs-batch check's kernel N times on its own (default 3; fewer when what is "
+                             "left of --budget-s would not hold another, at least once); its time alone is their median")
     parser.add_argument("--scaling", action="store_true",
                         help="verify the cold pass's kernels again on the first GPU alone, then those on every GPU")
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT") or REPO / "bench" / "out" / "verify_batch"))
@@ -428,7 +440,10 @@ def main() -> int:
     if args.scaling:
         result["scaling"] = scaling(args, finished, options, cache)
     if args.alone:
-        result["alone_vs_batch"] = alone_vs_batch(jobs, cold.reports, options, cache, args.out, args.alone_repeats)
+        # What is left of --budget-s, shared with the kill check when it runs too.
+        left = max(0.0, t_start + args.budget_s - time.monotonic()) * (0.5 if args.kill_kernels else 1.0)
+        result["alone_vs_batch"] = alone_vs_batch(jobs, cold.reports, options, cache, args.out, args.alone_repeats,
+                                                  budget_s=left)
     if args.kill_kernels:
         keys = [j.key for j in finished[:args.kill_kernels]] or [j.key for j in jobs[:args.kill_kernels]]
         result["kill_restart"] = kill_and_restart(args, keys, args.out, cache)

@@ -146,3 +146,41 @@ def test_a_reports_gpu_busy_share_comes_from_its_kernel_listing_when_its_speed_l
     report = {"speed": {"kernel_ms": 0.5}, "kernels": {"candidate": [{"device_us": 300.0}, {"device_us": 150.0}]}}
     assert bench.gpu_busy(report) == pytest.approx(0.9)
     assert bench.gpu_busy({"speed": {"kernel_ms": 0.5}}) == 0.0
+
+
+def test_the_alone_check_repeats_only_while_its_budget_holds_another_run(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    import types
+
+    import verify.runner
+    from verify.pipeline import VerifyJob
+    from verify.runner import VerifyOptions
+
+    bench = load_script("bench/verify_batch.py", "bench_verify_batch")
+    ok = {"correctness": {"verdict": "pass"}}
+    report = {"status": "flagged", "checks": ok, "speed": {"kernel_ms": 0.5, "gpu_busy": 0.95}, "harness_seconds": 10}
+    now = [0.0]
+    calls: list[float] = []
+
+    def fake_verify(*_: object, **__: object) -> dict:
+        calls.append(now[0])
+        now[0] += 10.0  # each verification takes 10 s of the bench's clock
+        return dict(report)
+
+    monkeypatch.setattr(verify.runner, "verify_code", fake_verify)
+    monkeypatch.setattr(bench, "time", types.SimpleNamespace(monotonic=lambda: now[0]))
+    jobs = [VerifyJob(key="a", task_code="", kernel_code="", form="model-new")]
+
+    def runs(budget: float | None) -> int:
+        calls.clear()
+        result = bench.alone_vs_batch(jobs, {"a": report}, VerifyOptions(device="cpu"), tmp_path / "builds", tmp_path,
+                                      repeats=3, budget_s=budget)
+        assert result["repeats_done"] == len(calls) == len(result["kernel_ms_alone_runs"])
+        assert result["same_verdict"] is True
+        return len(calls)
+
+    assert runs(None) == 3
+    assert runs(0.0) == 1, "the check always verifies its kernel once"
+    assert runs(19.0) == 1, "a second run would end past the budget"
+    assert runs(20.0) == 2
+    assert runs(35.0) == 3
