@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -172,17 +172,21 @@ def fingerprint(t: Any, projections: int = 4) -> list[float]:
     return quick if quick is not None else _exact_fingerprint(torch, x.to(torch.float64), projections)
 
 
+def _sign_bits(torch: Any, n: int, projections: int, device: Any) -> Iterator[Any]:
+    """Each projection's ``n`` sign bits (int8 0 or 1; 1 keeps the sign), from its fixed seed: the one definition
+    every fingerprint path draws its weights from."""
+    generator = torch.Generator(device=device)
+    for k in range(projections):
+        generator.manual_seed(7919 * (k + 1))
+        yield torch.randint(0, 2, (n,), generator=generator, device=device, dtype=torch.int8)
+
+
 def _projection_weights(torch: Any, n: int, projections: int, device: Any) -> Any:
     """The ``projections`` rows of +-1 weights for ``n`` elements, then a row of ones (the plain sum), float32."""
     key = (n, projections, str(device))
     weights = _PROJECTIONS.get(key)
     if weights is None:
-        generator = torch.Generator(device=device)
-        rows = []
-        for k in range(projections):
-            generator.manual_seed(7919 * (k + 1))
-            rows.append(torch.randint(0, 2, (n,), generator=generator, device=device, dtype=torch.int8))
-        weights = torch.cat([torch.stack(rows).to(torch.float32) * 2 - 1,
+        weights = torch.cat([torch.stack(list(_sign_bits(torch, n, projections, device))).to(torch.float32) * 2 - 1,
                              torch.ones(1, n, dtype=torch.float32, device=device)])
         if len(_PROJECTIONS) >= 2:
             _PROJECTIONS.clear()
@@ -204,12 +208,8 @@ def _quick_fingerprint(torch: Any, x: Any, projections: int) -> list[float] | No
         products = torch.mv(weights, x.to(torch.float32)).to(torch.float64)
     else:
         negated = -x
-        generator = torch.Generator(device=x.device)
-        sums = []
-        for k in range(projections):
-            generator.manual_seed(7919 * (k + 1))
-            signs = torch.randint(0, 2, (x.numel(),), generator=generator, device=x.device, dtype=torch.int8)
-            sums.append(torch.where(signs.view(torch.bool), x, negated).sum(dtype=torch.float64))
+        sums = [torch.where(signs.view(torch.bool), x, negated).sum(dtype=torch.float64)
+                for signs in _sign_bits(torch, x.numel(), projections, x.device)]
         products = torch.stack([*sums, x.sum(dtype=torch.float64)])
     figures = torch.cat([norm, products]).tolist()
     if not all(math.isfinite(v) for v in figures):
@@ -223,10 +223,7 @@ def _exact_fingerprint(torch: Any, x: Any, projections: int) -> list[float]:
     nonfinite = int((~finite).sum())
     x = torch.where(finite, x, torch.zeros((), dtype=x.dtype, device=x.device))
     values = [float(torch.linalg.vector_norm(x))]
-    generator = torch.Generator(device=x.device)
-    for k in range(projections):
-        generator.manual_seed(7919 * (k + 1))
-        signs = torch.randint(0, 2, (x.numel(),), generator=generator, device=x.device, dtype=torch.int8)
+    for signs in _sign_bits(torch, x.numel(), projections, x.device):
         values.append(float((x * (signs.to(torch.float64) * 2 - 1)).sum()))
     return [*values, float(nonfinite)]
 
