@@ -153,3 +153,80 @@ def test_the_statefulness_probe_crosses_as_frames_and_a_partial_one_reads_as_non
             assert (a is None and b is None) or torch.equal(a, b)
     assert _load_state_probe(_join(pack_groups(torch, {"first": [x], "second": [x], "ref_x": [x]}))) is None
     assert _load_state_probe(None) is None
+
+
+def _mixed() -> dict[str, list | None]:
+    """Odd sizes and mixed element sizes, so later tensors start at unaligned offsets; a transposed view too."""
+    return {"outputs": [torch.arange(5, dtype=torch.int8), torch.randn(7, 3, dtype=torch.float64).t(), "x",
+                        torch.tensor(2.5, dtype=torch.float16), torch.zeros(0, 4), torch.tensor([True] * 3)],
+            "other": None, "more": [torch.randn(11, dtype=torch.complex64)]}
+
+
+def test_write_groups_writes_exactly_the_bytes_pack_groups_would() -> None:
+    from verify.harness.frames import frames_size, write_groups
+
+    groups = _mixed()
+    expected = _join(pack_groups(torch, groups))
+    buffer = bytearray(frames_size(torch, groups))
+    write_groups(torch, groups, buffer)
+    assert buffer == expected
+    with pytest.raises(ValueError, match="frames of"):
+        write_groups(torch, groups, bytearray(len(expected) + 8))
+
+
+@pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="memfd_create is Linux-only")
+@pytest.mark.parametrize("preallocate", [True, False])
+@pytest.mark.parametrize("copy", [True, False])
+def test_send_groups_writes_into_the_memory_file_and_reads_back_intact(preallocate: bool, copy: bool) -> None:
+    from verify.harness.frames import send_groups
+
+    groups, big = _mixed(), torch.randn(2_000_003, dtype=torch.float64)
+
+    def send(channel: BlobChannel) -> None:
+        send_groups(torch, channel, "out-0", groups, preallocate=preallocate)
+        send_groups(torch, channel, "ref-0", {"ref64": [big], "ref32": [big.float()]}, preallocate=preallocate)
+        channel.send_parts("after", [b"plain"])
+
+    got = _through(True, True, send, copy=copy)
+    assert bytes(got["out-0"]) == bytes(_join(pack_groups(torch, groups)))  # type: ignore[arg-type]
+    refs = unpack_groups(torch, got["ref-0"])  # type: ignore[arg-type]
+    assert refs is not None and torch.equal(refs["ref64"][0], big) and torch.equal(refs["ref32"][0], big.float())
+    assert bytes(got["after"]) == b"plain"  # type: ignore[arg-type]
+
+
+def test_send_groups_without_a_memory_file_sends_the_same_bytes_through_the_pipe() -> None:
+    from verify.harness.frames import send_groups
+
+    read_fd, write_fd = os.pipe()
+    got: dict[str, bytearray] = {}
+    thread = threading.Thread(target=lambda: got.update(read_blobs(os.fdopen(read_fd, "rb", buffering=0))))
+    thread.start()
+    groups = _mixed()
+    send_groups(torch, BlobChannel(write_fd), "out-0", groups)
+    os.close(write_fd)
+    thread.join(timeout=60)
+    assert bytes(got["out-0"]) == bytes(_join(pack_groups(torch, groups)))
+
+
+def test_saved_values_load_back_with_their_numbers_and_the_tensors_frames_do_not_carry(tmp_path) -> None:
+    from verify.harness.frames import load_values, save_values
+
+    odd = torch.randn(3).to(torch.float8_e4m3fn)
+    values = [torch.randn(5, 3).t(), 4, 0.5, None, odd, torch.arange(7, dtype=torch.int16), (2, 3)]
+    save_values(torch, values, tmp_path / "inputs-0")
+    back = load_values(torch, tmp_path / "inputs-0")
+    assert torch.equal(back[0], values[0]) and back[0].shape == (3, 5)
+    assert back[1:4] == [4, 0.5, None] and back[6] == (2, 3)
+    assert back[4].dtype == odd.dtype and torch.equal(back[4].float(), odd.float())
+    assert torch.equal(back[5], values[5])
+    back[0].add_(1)  # a private mapping: the file keeps what the trusted child wrote
+    assert torch.equal(load_values(torch, tmp_path / "inputs-0")[0], values[0])
+
+
+def test_loading_values_that_do_not_match_their_frames_fails_with_the_path(tmp_path) -> None:
+    from verify.harness.frames import load_values, save_values
+
+    save_values(torch, [torch.ones(2), 1], tmp_path / "a")
+    torch.save([None, 1, 2], tmp_path / "a.rest")
+    with pytest.raises(ValueError, match="not the frames of 3 values"):
+        load_values(torch, tmp_path / "a")

@@ -74,3 +74,20 @@ def test_the_cached_weights_are_the_seeded_ones_for_every_size() -> None:
         t = torch.randn(n)
         got, want = fingerprint(t), _fingerprint_in_float64(t)
         assert all(abs(a - b) <= 1e-5 * want[0] for a, b in zip(got, want, strict=True))
+
+
+def test_task_inputs_are_drawn_on_the_device_and_fall_back_to_the_cpu_from_the_same_seed() -> None:
+    from verify.harness.tensors import task_inputs
+
+    on_device = task_inputs(lambda: [torch.randn(4), 3], 5, "meta")
+    assert on_device[0].device.type == "meta" and on_device[1] == 3
+
+    def needs_numpy() -> list[torch.Tensor]:
+        return [torch.from_numpy(torch.randn(4).numpy())]
+
+    fallen_back = task_inputs(needs_numpy, 5, "meta")
+    torch.manual_seed(5)
+    assert fallen_back[0].device.type == "cpu" and torch.equal(fallen_back[0], torch.randn(4))
+    drawn = task_inputs(lambda: [torch.randn(4)], 5, "cpu")[0]
+    torch.manual_seed(5)
+    assert torch.equal(drawn, torch.randn(4))

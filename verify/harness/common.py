@@ -11,14 +11,16 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
-HARNESS_VERSION = "1.11"
+HARNESS_VERSION = "1.12"
 
 # Attributes whose identity must not change once the candidate is imported (timer and harness patching).
 # (torch.manual_seed is left out: torch._dynamo rebinds it when it is first imported.)
@@ -259,6 +261,47 @@ class BlobChannel:
         """Write one named payload."""
         self.send_parts(name, [payload])
 
+    def send_into(self, name: str, total: int, fill: Callable[[Any], None], *, preallocate: bool = True) -> bool:
+        """Write one payload of ``total`` bytes by ``fill(mapping)``, straight into a shared mapping of the memory
+        file; False, with nothing written, when this channel has no memory file.
+
+        ``preallocate`` allocates the pages in one ``fallocate`` call rather than one fault per page as ``fill``
+        first touches them.
+        """
+        if self._fd is None:
+            raise RuntimeError("no blob channel: run through the parent")
+        if self._memory is None:
+            return False
+        import mmap
+
+        offset = self._memory_end
+        os.ftruncate(self._memory, offset + total)
+        if total:
+            if preallocate:
+                allocate(self._memory, offset, total)
+            mapping = mmap.mmap(self._memory, total, flags=mmap.MAP_SHARED, offset=offset)
+            try:
+                fill(mapping)
+            finally:
+                # A failed fill's traceback may still hold a view of the mapping, which then goes with it.
+                with contextlib.suppress(BufferError):
+                    mapping.close()
+        self._memory_end = -(-(offset + total) // mmap.ALLOCATIONGRANULARITY) * mmap.ALLOCATIONGRANULARITY
+        self._write_frames([self._memory_frame(name, offset, total)])
+        return True
+
+    def _memory_frame(self, name: str, offset: int, total: int) -> bytes:
+        encoded = name.encode("utf-8")
+        return (len(encoded) | MEMORY_FRAME).to_bytes(4, "little") + encoded + offset.to_bytes(8, "little") \
+            + total.to_bytes(8, "little")
+
+    def _write_frames(self, frames: list[Any]) -> None:
+        for part in frames:
+            view = memoryview(part).cast("B")
+            while view:
+                written = os.write(self._fd, view)  # type: ignore[arg-type]
+                view = view[written:]
+
     def send_parts(self, name: str, parts: list[Any]) -> None:
         """Write one named payload given as parts (bytes or memoryviews), without joining them first."""
         if self._fd is None:
@@ -278,15 +321,10 @@ class BlobChannel:
                     at += written
                     view = view[written:]
             self._memory_end = -(-(offset + total) // mmap.ALLOCATIONGRANULARITY) * mmap.ALLOCATIONGRANULARITY
-            frames = [(len(encoded) | MEMORY_FRAME).to_bytes(4, "little") + encoded + offset.to_bytes(8, "little")
-                      + total.to_bytes(8, "little")]
+            frames = [self._memory_frame(name, offset, total)]
         else:
             frames = [len(encoded).to_bytes(4, "little") + encoded + total.to_bytes(8, "little"), *parts]
-        for part in frames:
-            view = memoryview(part).cast("B")
-            while view:
-                written = os.write(self._fd, view)
-                view = view[written:]
+        self._write_frames(frames)
 
 
 def read_blobs(stream: Any, memory: int | None = None, copy: bool = False) -> dict[str, Any]:
@@ -363,6 +401,18 @@ def _libc() -> Any:
 
 
 _LIBC: Any = None
+
+
+def allocate(fd: int, offset: int, size: int) -> bool:
+    """fallocate(0): give a memory file's range its pages now, in one call (zeroed by the kernel)."""
+    try:
+        import ctypes
+
+        fallocate = _libc().fallocate
+        fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+        return fallocate(fd, 0, offset, size) == 0
+    except Exception:
+        return False
 
 
 def punch_hole(fd: int, offset: int, size: int) -> bool:

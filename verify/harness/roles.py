@@ -37,7 +37,7 @@ from verify.harness.common import (
     wait_until,
 )
 from verify.harness.context import ContextState
-from verify.harness.frames import pack_groups
+from verify.harness.frames import load_values, save_values, send_groups
 from verify.harness.task import copy_matching_state, derive_call, load_module, parse_forward_signature
 from verify.harness.tensors import (
     POISON_FILLS,
@@ -244,7 +244,7 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
     restart = Restart(torch, [model, model64], stateful=stateful)
     for trial in job["trials"]:
         inputs = make_inputs(task.get_inputs, trial["seed"], trial["distribution"], device)
-        torch.save(_cpu(inputs), shared / f"inputs-{trial['index']}.pt")
+        save_values(torch, inputs, shared / f"inputs-{trial['index']}")
         restart()
         ref32, precision = _send_reference(torch, model, model64, inputs, f"ref-{trial['index']}", blobs)
         if trial is job["trials"][0]:
@@ -258,7 +258,7 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
             shaped = load_module(variant["code"], "ka_task_shape", work)
             inputs = make_inputs(shaped.get_inputs, job["screen_seed"] + 2, "randn", device)
             ref32, precision = _send_reference(torch, model, model64, inputs, "ref-shape", blobs)
-            torch.save(_cpu(inputs), shared / "inputs-shape.pt")
+            save_values(torch, inputs, shared / "inputs-shape")
             channel.send("shape-variant", name=variant["name"], old=variant["old"], new=variant["new"],
                          precision=precision, inputs=[describe(x) for x in inputs if isinstance(x, torch.Tensor)],
                          outputs=[describe(t) for t in ref32])
@@ -275,7 +275,7 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
             inputs = make_inputs(sized.get_inputs, job["screen_seed"] + 3, "randn", device)
             ref32, precision = _send_reference(torch, init_model, copy.deepcopy(init_model).double(), inputs,
                                                "ref-init", blobs)
-            torch.save(_cpu(inputs), shared / "inputs-init.pt")
+            save_values(torch, inputs, shared / "inputs-init")
             channel.send("init-variant", name=init["name"], old=init["old"], new=init["new"], precision=precision,
                          init_inputs=repr(init_args)[:300], outputs=[describe(t) for t in ref32])
             del init_model
@@ -288,7 +288,7 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
         # Another kernel of this task measured the baselines on this GPU (the parent holds them); the timed
         # inputs' template still comes from here, from the same seed those baselines used.
         template = make_inputs(task.get_inputs, job["timing"]["template_seed"], "task", device)
-        torch.save(_cpu(template), shared / "template.pt")
+        save_values(torch, template, shared / "template")
         channel.send("done")
         return
     screen_inputs = make_inputs(task.get_inputs, job["screen_seed"], "randn", device)
@@ -304,7 +304,7 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
                  flops=_flops(torch, model, screen_inputs),
                  bytes=_bytes_moved(torch, model, screen_inputs, base))
     template = make_inputs(task.get_inputs, job["timing"]["template_seed"], "task", device)
-    torch.save(_cpu(template), shared / "template.pt")
+    save_values(torch, template, shared / "template")
     if device == "cuda":
         with torch.no_grad():
             channel.send("kernels", which="reference", kernels=_trace_kernels(torch, lambda i: model(*i), template, work))
@@ -390,7 +390,7 @@ def _send_reference(torch: Any, model: Any, model64: Any, inputs: list[Any], nam
                     blobs: BlobChannel) -> tuple[list[Any], str]:
     """Compute the fp32 and float64 references on ``inputs`` and send both as blob ``name`` (tensor frames)."""
     ref32, ref64, precision = reference_outputs(torch, model, model64, inputs)
-    blobs.send_parts(name, pack_groups(torch, {"ref64": _cpu(ref64), "ref32": _cpu(ref32)}))
+    send_groups(torch, blobs, name, {"ref64": ref64, "ref32": ref32})
     return ref32, precision
 
 
@@ -548,12 +548,6 @@ class Restart:
             restore_state(self.torch, target, saved)
 
 
-def _load_shared(torch: Any, path: Path) -> Any:
-    """Inputs the trusted child saved, mapped rather than read: the pages are copied once, to the device (a
-    67M-element input: 0.68 s read, 0.21 s mapped and copied, on the 2-core CI host)."""
-    return torch.load(path, map_location="cpu", mmap=True)
-
-
 def _warm_process(torch: Any, device: str, clock: Clock, work: Path) -> None:
     """Do once everything the harness will do (CPU pool, cuBLAS, events, generators, profiler) so the
     threads and state those create exist before the baseline snapshot, not after the candidate ran."""
@@ -650,7 +644,7 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
     for trial in job["trials"]:
         index = trial["index"]
         pristine = [x.to(device) if isinstance(x, torch.Tensor) else x
-                    for x in _load_shared(torch, shared / f"inputs-{index}.pt")]
+                    for x in load_values(torch, shared / f"inputs-{index}")]
         state_before = {n: t.detach().clone() for n, t in params_of.state_dict().items()}
         variants = ["a", "b", "c"] if index < job.get("deep_trials", 2) else ["a"]
         for variant in variants:
@@ -700,8 +694,7 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
                       if g[1] is not None and not guards_intact(g[1], g[2], guard, g[0].numel())]
             mutated_params = _equal_state(torch, state_before, params_of)
             name = f"out-{index}-{variant}"
-            blobs.send_parts(name, pack_groups(torch, {"outputs": [_cpu(o) if isinstance(o, torch.Tensor) else None
-                                                                   for o in outs]}))
+            send_groups(torch, blobs, name, {"outputs": [o if isinstance(o, torch.Tensor) else None for o in outs]})
             channel.send("trial", index=index, variant=variant, blob=name, outputs=[describe(o) for o in outs],
                          changed_after_return=changed_after_return, aliasing=aliasing, mutated_inputs=mutated,
                          mutated_parameters=mutated_params, guard_damage=guards,
@@ -714,7 +707,7 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
         return
     channel.send("mark", phase="trials-done")
     template = [x.to(device) if isinstance(x, torch.Tensor) else x
-                for x in _load_shared(torch, shared / "template.pt")]
+                for x in load_values(torch, shared / "template")]
     flush = l2_flush_buffer(torch, device)
     options = {k: v for k, v in job["timing"].items() if k in ("warmup", "min_calls", "max_calls", "target_s")}
     threads_pre = thread_counts()
@@ -737,29 +730,27 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
             _state_probe(torch, call, reference, shared, clock, work, channel, blobs, restart)
         except Exception as exc:
             channel.send("state-probe", error=f"{type(exc).__name__}: {exc}"[:1000])
-    shape_inputs = shared / "inputs-shape.pt"
+    shape_inputs = shared / "inputs-shape"
     if shape_inputs.exists():
         # Last, because a kernel that assumes the task's shapes may corrupt the CUDA context here; the
         # parent counts a death after this mark as the probe's failure, not the run's.
         channel.send("mark", phase="shape-probe")
         try:
             inputs = [x.to(device) if isinstance(x, torch.Tensor) else x
-                      for x in _load_shared(torch, shape_inputs)]
+                      for x in load_values(torch, shape_inputs)]
             with torch.no_grad():
                 outs = _as_list(call(inputs))
             clock.full_sync()
-            blobs.send_parts("out-shape", pack_groups(torch, {"outputs": [
-                _cpu(o) if isinstance(o, torch.Tensor) else None for o in outs]}))
+            send_groups(torch, blobs, "out-shape", {"outputs": [o if isinstance(o, torch.Tensor) else None for o in outs]})
             channel.send("shape-trial", blob="out-shape", outputs=[describe(o) for o in outs])
         except Exception as exc:
             channel.send("shape-trial", error=f"{type(exc).__name__}: {exc}"[:1000])
-    if (shared / "inputs-init.pt").exists():
+    if (shared / "inputs-init").exists():
         channel.send("mark", phase="init-probe")
         try:
             outs = _init_probe(torch, job, embedded, candidate, shared, work, device)
             clock.full_sync()
-            blobs.send_parts("out-init", pack_groups(torch, {"outputs": [
-                _cpu(o) if isinstance(o, torch.Tensor) else None for o in outs]}))
+            send_groups(torch, blobs, "out-init", {"outputs": [o if isinstance(o, torch.Tensor) else None for o in outs]})
             channel.send("init-trial", blob="out-init", outputs=[describe(o) for o in outs])
         except Exception as exc:
             channel.send("init-trial", error=f"{type(exc).__name__}: {exc}"[:1000])
@@ -772,7 +763,7 @@ def _init_probe(torch: Any, job: dict[str, Any], embedded: dict[str, Any], candi
     sized = load_module(job["init_variant"]["code"], "ka_task_init", work)
     reference, init_inputs = _build_reference(torch, sized, None, embedded["form"], job["weight_seed"], device)
     reference.load_state_dict(torch.load(shared / "weights-init.pt", map_location=device))
-    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in _load_shared(torch, shared / "inputs-init.pt")]
+    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in load_values(torch, shared / "inputs-init")]
     with torch.no_grad():
         if embedded["form"] == "cuda-binding":
             build, _ = derive_call(reference, init_inputs, parse_forward_signature(embedded["kernel_code"]),
@@ -847,7 +838,7 @@ def _state_probe(torch: Any, call: Any, reference: Any, shared: Path, clock: Clo
     parent checks the first against the trusted reference and that the outputs the change moved moved. For a
     stateful task every call starts from the first state (``restart``), as the references did.
     """
-    x = [t.to("cuda") if isinstance(t, torch.Tensor) else t for t in _load_shared(torch, shared / "inputs-0.pt")]
+    x = [t.to("cuda") if isinstance(t, torch.Tensor) else t for t in load_values(torch, shared / "inputs-0")]
     restart()
     with torch.no_grad():
         first = _as_list(call([t.clone() if isinstance(t, torch.Tensor) else t for t in x]))
@@ -865,8 +856,8 @@ def _state_probe(torch: Any, call: Any, reference: Any, shared: Path, clock: Clo
     with torch.no_grad():
         kernels = _trace_kernels(torch, call, changed, work, keep_output=True)
     second = [_cpu(o) if isinstance(o, torch.Tensor) else None for o in _as_list(kernels.pop())]
-    blobs.send_parts("state-probe", pack_groups(torch, {"first": first, "second": second, "ref_x": ref_x,
-                                                        "ref_changed": ref_changed}))
+    send_groups(torch, blobs, "state-probe", {"first": first, "second": second, "ref_x": ref_x,
+                                              "ref_changed": ref_changed})
     channel.send("state-probe", blob="state-probe", changed_elements=count, kernels=kernels)
 
 

@@ -114,12 +114,37 @@ def redraw(t: Any, distribution: str, generator: Any) -> Any:
     return conform(out, t).to(dtype)
 
 
-def make_inputs(get_inputs: Any, seed: int, distribution: str, device: str) -> list[Any]:
-    """The task's inputs for ``seed`` and ``distribution``, moved to ``device``."""
+def task_inputs(get_inputs: Any, seed: int, device: str) -> list[Any]:
+    """``get_inputs()`` after ``torch.manual_seed(seed)``, drawn on ``device`` where the task's code allows it."""
     import torch
 
+    if device != "cpu":
+        torch.manual_seed(seed)
+        try:
+            with torch.device(device):
+                return list(get_inputs())
+        except Exception:
+            pass
     torch.manual_seed(seed)
-    raw = list(get_inputs())
+    return list(get_inputs())
+
+
+def make_inputs(get_inputs: Any, seed: int, distribution: str, device: str) -> list[Any]:
+    """The task's inputs for ``seed`` and ``distribution``, on ``device``.
+
+    ``get_inputs`` runs with ``device`` as the default device, so its tensors are drawn there: a KernelBench task
+    draws up to 134M elements a call, 1 s of one CPU core, and the trusted child calls it 11 times a kernel. A
+    task whose code cannot run that way (it asks for NumPy, say) runs on the CPU from the same seed.
+
+    Example:
+        >>> import torch
+        >>> x = make_inputs(lambda: [torch.triu(torch.randn(3, 3)), 2], 1, "randn", "cpu")
+        >>> bool((x[0].tril(-1) == 0).all()), x[1]
+        (True, 2)
+    """
+    import torch
+
+    raw = task_inputs(get_inputs, seed, device)
     generator = torch.Generator(device=device)
     generator.manual_seed(seed ^ 0x5EED)
     moved = [x.to(device) if isinstance(x, torch.Tensor) else x for x in raw]
