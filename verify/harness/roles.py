@@ -216,13 +216,15 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
     device = job["device"]
     pin_flags(torch)
     if hasattr(torch.serialization, "set_crc32_options"):
-        # The files live for seconds in a private folder; a checksum of every input set costs a third of its save.
+        # The weights' file lives for seconds in a private folder; a checksum costs a third of its save.
         torch.serialization.set_crc32_options(False)
     work = Path(job["work"])
     shared = Path(job["shared"])
     channel.send("env", environment=_environment(torch, device), flags=snapshot_flags({"torch": torch}))
     if job.get("gate_file"):
         _warm_flop_counter(torch)
+        if device == "cuda":
+            torch.empty(1, device=device)  # the CUDA context, outside the gate: it launches no kernel
         # The parent takes the GPU gate only after this: a gate taken while the child still starts holds the GPU
         # idle (44 s of 334 s over 24 CUDA-L1 kernels on an H100) that another slot's ready kernel could use.
         channel.send("mark", phase="ready")
