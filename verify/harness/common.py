@@ -304,27 +304,18 @@ class BlobChannel:
 
     def send_parts(self, name: str, parts: list[Any]) -> None:
         """Write one named payload given as parts (bytes or memoryviews), without joining them first."""
-        if self._fd is None:
-            raise RuntimeError("no blob channel: run through the parent")
-        encoded = name.encode("utf-8")
         total = sum(memoryview(p).nbytes for p in parts)
-        if self._memory is not None:
-            import mmap
 
-            offset = self._memory_end
-            os.ftruncate(self._memory, offset + total)
-            at = offset
+        def fill(mapping: Any) -> None:
+            at = 0
             for part in parts:
                 view = memoryview(part).cast("B")
-                while view:
-                    written = os.pwrite(self._memory, view, at)
-                    at += written
-                    view = view[written:]
-            self._memory_end = -(-(offset + total) // mmap.ALLOCATIONGRANULARITY) * mmap.ALLOCATIONGRANULARITY
-            frames = [self._memory_frame(name, offset, total)]
-        else:
-            frames = [len(encoded).to_bytes(4, "little") + encoded + total.to_bytes(8, "little"), *parts]
-        self._write_frames(frames)
+                mapping[at:at + view.nbytes] = view
+                at += view.nbytes
+
+        if not self.send_into(name, total, fill):
+            encoded = name.encode("utf-8")
+            self._write_frames([len(encoded).to_bytes(4, "little") + encoded + total.to_bytes(8, "little"), *parts])
 
 
 def read_blobs(stream: Any, memory: int | None = None, copy: bool = False) -> dict[str, Any]:

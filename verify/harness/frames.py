@@ -68,7 +68,10 @@ def pack_groups(torch: Any, groups: dict[str, list[Any] | None]) -> list[Any]:
 
 def frames_size(torch: Any, groups: dict[str, list[Any] | None]) -> int:
     """The bytes ``pack_groups`` would produce for ``groups``."""
-    head, tensors = _layout(torch, groups)
+    return _size(*_layout(torch, groups))
+
+
+def _size(head: bytes, tensors: list[Any]) -> int:
     return len(head) + sum(t.numel() * t.element_size() for t in tensors)
 
 
@@ -84,7 +87,10 @@ def write_groups(torch: Any, groups: dict[str, list[Any] | None], buffer: Any) -
         >>> bytes(buffer) == b"".join(bytes(p) for p in pack_groups(torch, groups))
         True
     """
-    head, tensors = _layout(torch, groups)
+    _write(torch, *_layout(torch, groups), buffer)
+
+
+def _write(torch: Any, head: bytes, tensors: list[Any], buffer: Any) -> None:
     view = memoryview(buffer).cast("B")
     view[:len(head)] = head
     at = len(head)
@@ -148,19 +154,18 @@ def send_groups(torch: Any, blobs: Any, name: str, groups: dict[str, list[Any] |
     where it has one (``write_groups``: a device tensor is copied to the host once), else as ``pack_groups``'s
     parts through the pipe. The reader sees the same bytes either way (``tests/verify/test_verify_frames.py``).
     """
-    def fill(mapping: Any) -> None:
-        _fill(torch, groups, mapping, pin)
-
-    if not blobs.send_into(name, frames_size(torch, groups), fill, preallocate=preallocate):
+    head, tensors = _layout(torch, groups)
+    if not blobs.send_into(name, _size(head, tensors), lambda mapping: _fill(torch, head, tensors, mapping, pin),
+                           preallocate=preallocate):
         blobs.send_parts(name, pack_groups(torch, groups))
 
 
-def _fill(torch: Any, groups: dict[str, list[Any] | None], mapping: Any, pin: bool | None) -> None:
-    """``write_groups`` into a mapping, page-locked first when a tensor is on the GPU (``PIN_FRAMES``)."""
-    on_device = any(isinstance(t, torch.Tensor) and t.is_cuda for values in groups.values() for t in values or [])
+def _fill(torch: Any, head: bytes, tensors: list[Any], mapping: Any, pin: bool | None) -> None:
+    """``_layout``'s frames written into a mapping, page-locked first when a tensor is on the GPU (``PIN_FRAMES``)."""
+    on_device = any(t.is_cuda for t in tensors)
     registered = _register(torch, mapping) if (PIN_FRAMES if pin is None else pin) and on_device else None
     try:
-        write_groups(torch, groups, mapping)
+        _write(torch, head, tensors, mapping)
     finally:
         if registered is not None:
             torch.cuda.cudart().cudaHostUnregister(registered)
@@ -187,18 +192,19 @@ def save_values(torch: Any, values: list[Any], path: Path) -> None:
               else None for x in values]
     torch.save([None if f is not None else x for x, f in zip(values, framed, strict=True)],
                path.with_name(path.name + ".rest"))
-    groups: dict[str, list[Any] | None] = {"values": framed}
-    size = frames_size(torch, groups)
+    head, tensors = _layout(torch, {"values": framed})
+    size = _size(head, tensors)
     with open(path, "w+b") as file:
         file.truncate(size)
         allocate(file.fileno(), 0, size)
         with mmap.mmap(file.fileno(), size, flags=mmap.MAP_SHARED) as mapping:
-            _fill(torch, groups, mapping, None)
+            _fill(torch, head, tensors, mapping, None)
 
 
-def load_values(torch: Any, path: Path) -> list[Any]:
-    """The list ``save_values`` saved at ``path``: its tensors on the CPU, sharing a private mapping of the file
-    (pages are read as the tensors are first used, once, by their copy to the device)."""
+def load_values(torch: Any, path: Path, device: str = "cpu") -> list[Any]:
+    """The list ``save_values`` saved at ``path``, its tensors on ``device``. They are read from a private mapping
+    of the file, so its pages are read once, by the copy to the device (on the CPU, the tensors share the mapping,
+    and writes to them never reach the file)."""
     import mmap
 
     rest = torch.load(path.with_name(path.name + ".rest"))
@@ -209,7 +215,8 @@ def load_values(torch: Any, path: Path) -> list[Any]:
     framed = groups.get("values") if groups else None
     if framed is None or len(framed) != len(rest):
         raise ValueError(f"{path}: not the frames of {len(rest)} values")
-    return [r if f is None else f for f, r in zip(framed, rest, strict=True)]
+    merged = [r if f is None else f for f, r in zip(framed, rest, strict=True)]
+    return [x.to(device) if isinstance(x, torch.Tensor) else x for x in merged]
 
 
 def _register(torch: Any, mapping: Any) -> int | None:

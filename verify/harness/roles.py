@@ -645,8 +645,7 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
     poison_bytes = job.get("poison_bytes", 256 * 2**20)
     for trial in job["trials"]:
         index = trial["index"]
-        pristine = [x.to(device) if isinstance(x, torch.Tensor) else x
-                    for x in load_values(torch, shared / f"inputs-{index}")]
+        pristine = load_values(torch, shared / f"inputs-{index}", device)
         state_before = {n: t.detach().clone() for n, t in params_of.state_dict().items()}
         variants = ["a", "b", "c"] if index < job.get("deep_trials", 2) else ["a"]
         for variant in variants:
@@ -708,8 +707,7 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
         channel.send("done")
         return
     channel.send("mark", phase="trials-done")
-    template = [x.to(device) if isinstance(x, torch.Tensor) else x
-                for x in load_values(torch, shared / "template")]
+    template = load_values(torch, shared / "template", device)
     flush = l2_flush_buffer(torch, device)
     options = {k: v for k, v in job["timing"].items() if k in ("warmup", "min_calls", "max_calls", "target_s")}
     threads_pre = thread_counts()
@@ -738,8 +736,7 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
         # parent counts a death after this mark as the probe's failure, not the run's.
         channel.send("mark", phase="shape-probe")
         try:
-            inputs = [x.to(device) if isinstance(x, torch.Tensor) else x
-                      for x in load_values(torch, shape_inputs)]
+            inputs = load_values(torch, shape_inputs, device)
             with torch.no_grad():
                 outs = _as_list(call(inputs))
             clock.full_sync()
@@ -765,7 +762,7 @@ def _init_probe(torch: Any, job: dict[str, Any], embedded: dict[str, Any], candi
     sized = load_module(job["init_variant"]["code"], "ka_task_init", work)
     reference, init_inputs = _build_reference(torch, sized, None, embedded["form"], job["weight_seed"], device)
     reference.load_state_dict(torch.load(shared / "weights-init.pt", map_location=device))
-    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in load_values(torch, shared / "inputs-init")]
+    inputs = load_values(torch, shared / "inputs-init", device)
     with torch.no_grad():
         if embedded["form"] == "cuda-binding":
             build, _ = derive_call(reference, init_inputs, parse_forward_signature(embedded["kernel_code"]),
@@ -840,7 +837,7 @@ def _state_probe(torch: Any, call: Any, reference: Any, shared: Path, clock: Clo
     parent checks the first against the trusted reference and that the outputs the change moved moved. For a
     stateful task every call starts from the first state (``restart``), as the references did.
     """
-    x = [t.to("cuda") if isinstance(t, torch.Tensor) else t for t in load_values(torch, shared / "inputs-0")]
+    x = load_values(torch, shared / "inputs-0", "cuda")
     restart()
     with torch.no_grad():
         first = _as_list(call([t.clone() if isinstance(t, torch.Tensor) else t for t in x]))
