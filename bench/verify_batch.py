@@ -57,7 +57,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from verify.batch.stats import BatchStats  # noqa: E402
-from verify.batch.workers import SLOTS_PER_GPU  # noqa: E402
+from verify.batch.workers import BATCH_GATE_MODE, SLOTS_PER_GPU  # noqa: E402
+from verify.harness.gate import GATE_MODES  # noqa: E402
 from verify.pipeline import VerifyJob, verify_jobs  # noqa: E402
 from verify.runner import VerifyOptions  # noqa: E402
 
@@ -392,6 +393,8 @@ def main() -> int:
     parser.add_argument("--compile-workers", type=int, help="builds at once (default: a core each, left after the slots)")
     parser.add_argument("--slots-per-gpu", type=int,
                         help=f"verifications started at once per GPU (default {SLOTS_PER_GPU})")
+    parser.add_argument("--gate-mode", choices=GATE_MODES,
+                        help=f"how verifications share a GPU (default {BATCH_GATE_MODE}; see verify.harness.gate)")
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"), help="cpu only exercises the logic")
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--target-seconds", type=float, default=1.0, help="each timed series (the CLI's default)")
@@ -408,6 +411,9 @@ def main() -> int:
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--keys", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.gate_mode:
+        # The eval scripts, and the kill check's child batches, read it from the environment.
+        os.environ["KA_GPU_GATE_MODE"] = args.gate_mode
     if args.child:
         return child(args)
     if not args.jsonl.is_file():
@@ -436,6 +442,7 @@ def main() -> int:
         "share_other": cold.stats.shares()["other"],
         "warm_shares": warm.stats.shares(),
         "statuses_cold": dict(cold.stats.statuses), "builds_cold": dict(cold.stats.builds),
+        "gate_mode": os.environ.get("KA_GPU_GATE_MODE") or BATCH_GATE_MODE,
     }
     if args.scaling:
         result["scaling"] = scaling(args, finished, options, cache)

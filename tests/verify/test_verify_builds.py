@@ -13,10 +13,13 @@ import pytest
 from batch_testing import BROKEN_WITH_FALLBACK, EXTENSION_IN_INIT, job
 
 from verify.batch.build_cache import BuildCache, detect_toolchain
+from verify.harness import builds as builds_module
 from verify.harness.builds import (
+    build_off_gpu,
     construct_for_build,
     install_build_memo,
     looks_like_compiler_error,
+    ninja_has_work,
     ninja_key,
 )
 from verify.pipeline import verify_jobs
@@ -193,3 +196,39 @@ def test_the_constructor_is_told_of_a_gpu_only_when_hidden_on_purpose_and_the_tr
     assert torch.cuda.is_available() is real
     outcome = construct_for_build(_Recorder, [4])
     assert _Recorder.seen == [True, real] and outcome == ("constructed" if not real else outcome)
+
+
+def test_ninja_has_work_until_the_build_is_done(tmp_path: Path) -> None:
+    (tmp_path / "in.txt").write_text("x")
+    (tmp_path / "build.ninja").write_text("rule copy\n  command = cp $in $out\nbuild out.txt: copy in.txt\n")
+    assert ninja_has_work(str(tmp_path))
+    subprocess.run(["ninja", "-C", str(tmp_path)], check=True, capture_output=True)
+    assert not ninja_has_work(str(tmp_path))
+
+
+class _Channel:
+    """A parent that grants every gate request at once, and remembers them."""
+
+    def __init__(self, grants: str) -> None:
+        self.grants = grants
+        self.asked: list[str] = []
+
+    def send(self, kind: str, **payload: object) -> None:
+        self.asked.append(str(payload["which"]))
+        Path(f"{self.grants}-{payload['n']}").touch()
+
+
+def test_behind_a_shared_gate_a_build_with_work_holds_nothing_and_a_finished_one_keeps_the_gpu(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from torch.utils import cpp_extension
+
+    built: list[str] = []
+    monkeypatch.setattr(cpp_extension, "_run_ninja_build", lambda folder, verbose, prefix: built.append(folder))
+    channel, syncs = _Channel(str(tmp_path / "grant")), []
+    assert not build_off_gpu({}, channel, lambda: syncs.append(1))
+    assert build_off_gpu({"gate_grants": channel.grants}, channel, lambda: syncs.append(1))
+    monkeypatch.setattr(builds_module, "ninja_has_work", lambda folder: folder == "work")
+    cpp_extension._run_ninja_build("work", False, "")
+    assert channel.asked == ["away", "shared"] and built == ["work"] and syncs == [1]
+    cpp_extension._run_ninja_build("done", False, "")
+    assert channel.asked == ["away", "shared"] and built == ["work", "done"]

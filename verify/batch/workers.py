@@ -4,11 +4,12 @@ Builds run in a thread pool (each build is its own process group, ``build_cache.
 ``slots`` threads (default ``SLOTS_PER_GPU``); each takes, in plan order, the first job whose build has
 finished (tried: a failed prebuild still goes to the GPU, whose own compile step then decides) and runs the
 eval script with ``CUDA_VISIBLE_DEVICES`` set to that GPU and ``KA_GPU_GATE`` naming the GPU's lock file.
-The script holds that lock (``verify.harness.parent.GpuGate``) from its first GPU work to its last, so one
-GPU never runs two verifications' GPU work at once, while the other slots' processes start, import torch or
-judge. ``KA_BASELINE_CACHE`` names the GPU's baseline folder, so a task's baselines are measured once per
-GPU (``verify.harness.parent.BaselineCache``); the script's isolation (trusted child, candidate children,
-parent judging) is exactly the single kernel's. Reports come back to the calling thread, which hands each
+The script holds that lock (``verify.harness.gate.GpuGate``) from its first GPU work to its last; in the
+``shared`` mode (``BATCH_GATE_MODE``) untimed GPU work of several verifications overlaps and each timed series
+has the GPU alone, in the ``exclusive`` mode one GPU never runs two verifications' GPU work at once. Either
+way the other slots' processes start, import torch or judge meanwhile. ``KA_BASELINE_CACHE`` names the GPU's
+baseline folder, so a task's baselines are measured once per GPU (``verify.harness.parent.BaselineCache``);
+the script's isolation (trusted child, candidate children, parent judging) is exactly the single kernel's. Reports come back to the calling thread, which hands each
 to ``on_result`` as it arrives (the archive write happens there, one at a time).
 
 Example:
@@ -83,16 +84,24 @@ def default_compile_workers(gpus: int = 1, slots: int = SLOTS_PER_GPU) -> int:
     return max(1, cores - slots * gpus)
 
 
-def gate_environment(folder: str, key: str, gpu: str) -> dict[str, str]:
-    """What the eval script needs to share one GPU of a batch: its gate and baseline folder in ``folder``.
+BATCH_GATE_MODE = "shared"
+"""How a batch's verifications share a GPU (``verify.harness.gate``): ``shared`` lets their untimed work overlap
+and gives every timed series the GPU alone; ``exclusive`` gives each verification the GPU alone throughout.
+``KA_GPU_GATE_MODE`` in the batch's environment overrides it."""
 
-    ``key`` signs the shared baselines; it reaches the script's parent only, never a child.
+
+def gate_environment(folder: str, key: str, gpu: str, mode: str | None = None) -> dict[str, str]:
+    """What the eval script needs to share one GPU of a batch: its gate, the gate's mode and baseline folder.
+
+    ``key`` signs the shared baselines; it reaches the script's parent only, never a child. ``mode`` defaults
+    to ``KA_GPU_GATE_MODE``, else ``BATCH_GATE_MODE``.
 
     Example:
         >>> sorted(gate_environment("batch", "secret", "0").items())[:2]
         [('KA_BASELINE_CACHE', 'batch/baselines-gpu-0'), ('KA_BASELINE_KEY', 'secret')]
     """
     return {"KA_GPU_GATE": os.path.join(folder, f"gpu-{gpu}.lock"),
+            "KA_GPU_GATE_MODE": mode or os.environ.get("KA_GPU_GATE_MODE") or BATCH_GATE_MODE,
             "KA_BASELINE_CACHE": os.path.join(folder, f"baselines-gpu-{gpu}"), "KA_BASELINE_KEY": key}
 
 

@@ -1142,7 +1142,7 @@ def check_forging(ev: Evidence) -> dict[str, Any]:
     verdict = static_verdict
     known = {"hello", "probe", "call", "trial", "kernels", "timing-start", "timing-end", "timing", "done", "error",
              "compiled", "constructed", "env", "reference-model", "reference", "screen", "note", "mark", "shape-trial", "init-trial",
-             "state-probe"}
+             "state-probe", "gate"}
     for report in (ev.compile, ev.run):
         if report is None:
             continue

@@ -33,6 +33,7 @@ from typing import Any
 
 from verify.harness.common import HARNESS_VERSION, die_with_parent, make_non_dumpable, read_blobs, wait_until
 from verify.harness.frames import unpack_groups
+from verify.harness.gate import GateKeeper, GpuGate
 from verify.harness.judge import (
     TOLERANCE,
     ChildReport,
@@ -200,38 +201,6 @@ class BaselineCache:
         self.release()
 
 
-class GpuGate:
-    """An exclusive lock on one GPU's lock file, held from a verification's first GPU work to its last.
-
-    The batch runs several verifications per GPU (``KA_GPU_GATE`` names the GPU's lock file): while one holds
-    the gate, the others' children start Python, import torch and wait, so process start-up overlaps the GPU
-    work of the one before, and nothing of two verifications (references, candidate code, timed calls) ever
-    shares the GPU. Without a path the gate does nothing.
-
-    Example:
-        >>> gate = GpuGate("gpu.lock")
-        >>> gate.acquire(); gate.release(); gate.release()
-    """
-
-    def __init__(self, path: str | None) -> None:
-        self.path = path
-        self._fd: int | None = None
-
-    def acquire(self) -> None:
-        """Block until no other verification holds the gate."""
-        import fcntl
-
-        if self.path and self._fd is None:
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-            fcntl.flock(self._fd, fcntl.LOCK_EX)
-
-    def release(self) -> None:
-        """Let the next verification have the GPU (closing the file drops the lock); idempotent."""
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
-
 class ChildProcess:
     """One child started now and collected later: its channel is read by a thread with receive times.
 
@@ -240,8 +209,11 @@ class ChildProcess:
     """
 
     def __init__(self, argv: list[str], *, role: str, env: dict[str, str], cwd: str | os.PathLike[str],
-                 channel: bool = True, blobs: bool = False, blob_memory: str | None = None) -> None:
+                 channel: bool = True, blobs: bool = False, blob_memory: str | None = None,
+                 gate: GateKeeper | None = None) -> None:
         self.report = ChildReport(role=role)
+        self._gate = gate
+        self.paused_s = 0.0
         self.blobs: dict[str, Any] = {}
         self._log_path = Path(cwd) / f"{role}.log"
         self._chunks: list[tuple[float, bytes]] = []
@@ -302,8 +274,25 @@ class ChildProcess:
                         self._probe_started = time.monotonic()
                     if self.ready_at is None and b'"mark"' in line and b'"ready"' in line:
                         self.ready_at = time.monotonic()
+                    if self._gate is not None and b'"gate"' in line:
+                        self._answer_gate(line)
         if buffer:
             self._chunks.append((time.monotonic(), buffer))
+
+    def _answer_gate(self, line: bytes) -> None:
+        from verify.harness.common import read_messages
+
+        assert self._gate is not None
+        started = time.monotonic()
+        for message in read_messages(line)[0]:
+            self._gate.handle(message)
+        # Waiting for another verification's GPU work is not this child's time.
+        self.paused_s += time.monotonic() - started
+
+    def freeze(self, frozen: bool) -> None:
+        """Stop (or continue) the child's whole process group."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGSTOP if frozen else signal.SIGCONT)
 
     def wait_ready(self, timeout_s: float) -> bool:
         """Wait until the child has sent its ``ready`` mark; False if it exited or ``timeout_s`` passed first."""
@@ -319,10 +308,11 @@ class ChildProcess:
         from verify.harness.common import read_messages
 
         report = self.report
-        deadline = max(time.monotonic() + 0.1, self._started + timeout_s)
+        least = time.monotonic() + 0.1
         try:
             while True:
                 now = time.monotonic()
+                deadline = max(least, self._started + timeout_s + self.paused_s)
                 if self._probe_started is not None:
                     # The shape probe is one call; a kernel that hangs at other shapes must not cost the
                     # whole run timeout.
@@ -482,8 +472,41 @@ def _base_report(embedded: dict[str, Any], mode: str) -> dict[str, Any]:
 
 
 def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str) -> dict[str, Any]:
-    """Run every step and judge; the report dict."""
+    """Run every step and judge; the report dict.
+
+    Behind a shared gate (``KA_GPU_GATE_MODE=shared``) a verification that ran out of GPU memory (another
+    verification's untimed work held some of it) runs once more with the GPU alone, so sharing never decides a
+    verdict; ``gate`` in the report says so.
+    """
     make_non_dumpable()
+    gate = GpuGate.from_environment()
+    report = _verify(args, embedded, script, gate)
+    if gate.sharing and out_of_memory(report):
+        report = _verify(args, embedded, script, GpuGate(gate.path, "exclusive"))
+        report["gate"] = {"mode": "exclusive", "rerun": "out of GPU memory while sharing the GPU"}
+    return report
+
+
+OUT_OF_MEMORY = ("CUDA out of memory", "OutOfMemoryError", "CUBLAS_STATUS_ALLOC_FAILED", "cudaErrorMemoryAllocation")
+"""What a child's log or report says when the GPU ran out of memory."""
+
+
+def out_of_memory(report: dict[str, Any]) -> bool:
+    """Whether a report's verification failed because the GPU ran out of memory.
+
+    Example:
+        >>> out_of_memory({"status": "failed", "log": "torch.OutOfMemoryError: CUDA out of memory."})
+        True
+        >>> out_of_memory({"status": "passed", "log": "CUDA out of memory"})
+        False
+    """
+    if report.get("status") in ("passed", "flagged"):
+        return False
+    text = json.dumps({k: report.get(k) for k in ("error", "log", "checks")}, default=str)
+    return any(marker in text for marker in OUT_OF_MEMORY)
+
+
+def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gate: GpuGate) -> dict[str, Any]:
     findings = [f.as_dict() for f in scan_source(embedded["kernel_code"], embedded["form"])]
     report = _base_report(embedded, "full")
     rng: Any = secrets.SystemRandom() if args.seed is None else __import__("random").Random(args.seed)
@@ -519,7 +542,10 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
     python = [sys.executable, script]
     t_start = time.monotonic()
     marks: list[tuple[float, str]] = []
-    gate = GpuGate(os.environ.get("KA_GPU_GATE"))
+    # Behind a shared gate each child asks for the GPU alone around its timed work (verify.harness.gate).
+    keepers = {role: GateKeeper(gate, str(root / f"gate-{role}"), role, marks=marks) if gate.sharing else None
+               for role in ("trusted", "run")}
+    report["gate"] = {"mode": gate.mode if gate.path else None}
     # The parent needs torch only to read the references; importing it now overlaps the compile step.
     threading.Thread(target=_import_torch, daemon=True).start()
     try:
@@ -532,10 +558,11 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
         trusted_job.write_text(json.dumps(job | {"work": str(trusted_dir), "go_file": str(go_file),
                                                  "go_timeout_s": args.compile_timeout + 60}
                                           | ({"gate_file": str(gate_file), "gate_timeout_s": gate_timeout}
-                                             if gate.path else {})))
+                                             if gate.path else {})
+                                          | _grants(keepers["trusted"], gate_timeout)))
         trusted = ChildProcess([*python, "--role", "trusted", "--job", str(trusted_job)], role="trusted",
                                env=scrubbed_environment(dict(os.environ), str(trusted_dir)), cwd=trusted_dir,
-                               blobs=True, blob_memory="map")
+                               blobs=True, blob_memory="map", gate=keepers["trusted"])
         env = candidate_environment(dict(os.environ), str(cand_dir), args.build_dir)
         if args.build_dir:
             job["build_dir"] = str(Path(args.build_dir).resolve())
@@ -546,9 +573,13 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
         run_job = cand_dir / "run-job.json"
         run_job.write_text(json.dumps(job | {"work": str(cand_dir), "wait_file": str(trusted_done),
                                              "wait_timeout_s": args.trusted_timeout + args.compile_timeout + 60
-                                             + (gate_timeout if gate.path else 0)}))
+                                             + (gate_timeout if gate.path else 0)}
+                                    | _grants(keepers["run"], gate_timeout)))
         runner: ChildProcess | None = ChildProcess([*python, "--role", "run", "--job", str(run_job)], role="run",
-                                                   env=env, cwd=cand_dir, blobs=True, blob_memory="copy")
+                                                   env=env, cwd=cand_dir, blobs=True, blob_memory="copy",
+                                                   gate=keepers["run"])
+        if keepers["run"] is not None:
+            keepers["run"].freeze = runner.freeze
         # Each child deletes its job file as soon as it has read it; candidate code must find none.
         wait_until(lambda: not (trusted_job.exists() or run_job.exists()), 30.0)
         compile_job = cand_dir / "compile-job.json"
@@ -686,6 +717,11 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
             report["work_dir"] = str(root)
         else:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def _grants(keeper: GateKeeper | None, timeout_s: float = 3600.0) -> dict[str, Any]:
+    """What a child's job needs to ask ``keeper`` for the GPU alone (nothing without a shared gate)."""
+    return {"gate_grants": keeper.grants, "gate_timeout_s": timeout_s} if keeper else {}
 
 
 JUDGE_THREADS = 1

@@ -23,7 +23,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from verify.harness.builds import construct_for_build, install_build_memo
+from verify.harness.builds import build_off_gpu, construct_for_build, install_build_memo
 from verify.harness.common import (
     BlobChannel,
     Channel,
@@ -38,6 +38,7 @@ from verify.harness.common import (
 )
 from verify.harness.context import ContextState
 from verify.harness.frames import load_values, save_values, send_groups
+from verify.harness.gate import alone_on_gpu
 from verify.harness.task import copy_matching_state, derive_call, load_module, parse_forward_signature
 from verify.harness.tensors import (
     POISON_FILLS,
@@ -307,13 +308,34 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
                  bytes=_bytes_moved(torch, model, screen_inputs, base))
     template = make_inputs(task.get_inputs, job["timing"]["template_seed"], "task", device)
     save_values(torch, template, shared / "template")
-    if device == "cuda":
-        with torch.no_grad():
-            channel.send("kernels", which="reference", kernels=_trace_kernels(torch, lambda i: model(*i), template, work))
     if job.get("go_file"):
         wait_until(Path(job["go_file"]).exists, job.get("go_timeout_s", 900))
     channel.send("mark", phase="go")
     clock = Clock(torch, device)
+    timed = device == "cuda" and job["timing"].get("enabled", True)
+    compiled, compile_s = None, 0.0
+    if timed and job["timing"].get("compile", True):
+        # torch.compile's own build is CPU work: it happens before the GPU is asked for alone.
+        try:
+            t0 = time.perf_counter()
+            compiled = torch.compile(model)
+            with torch.no_grad():
+                compiled(*template)
+            compile_s = time.perf_counter() - t0
+        except Exception as error:
+            channel.send("note", which="compile", message=f"torch.compile baseline failed: {type(error).__name__}: {error}"[:800])
+    with alone_on_gpu(job, channel, clock.full_sync):
+        _time_baselines(torch, job, channel, clock, work, model, template, compiled, compile_s)
+    channel.send("done")
+
+
+def _time_baselines(torch: Any, job: dict[str, Any], channel: Channel, clock: Clock, work: Path, model: Any,
+                    template: list[Any], compiled: Any, compile_s: float) -> None:
+    """The reference's kernel list and timed series (trivial kernel, eager, torch.compile, CUDA graph)."""
+    device = job["device"]
+    if device == "cuda":
+        with torch.no_grad():
+            channel.send("kernels", which="reference", kernels=_trace_kernels(torch, lambda i: model(*i), template, work))
     flush = l2_flush_buffer(torch, device)
     options = {k: v for k, v in job["timing"].items() if k in ("warmup", "min_calls", "max_calls", "target_s")}
     seed_base = job["timing"]["seed_base"]
@@ -324,15 +346,9 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
         channel.send("timing", which="eager",
                      result=time_callable(clock, lambda i: model(*i), template, seed_base, flush=flush, **options))
     if device != "cuda" or not job["timing"].get("enabled", True):
-        channel.send("done")
         return
-    if job["timing"].get("compile", True):
+    if compiled is not None:
         try:
-            t0 = time.perf_counter()
-            compiled = torch.compile(model)
-            with torch.no_grad():
-                compiled(*template)
-            compile_s = time.perf_counter() - t0
             with torch.no_grad():
                 result = time_callable(clock, lambda i: compiled(*i), template, seed_base, flush=flush, **options)
             result["compile_s"] = compile_s
@@ -364,7 +380,6 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
                      result=time_callable(clock, replay, template, seed_base, flush=flush, prepare=prepare, **options))
     except Exception as error:
         channel.send("note", which="cuda-graph", message=f"CUDA-graph baseline failed: {type(error).__name__}: {error}"[:800])
-    channel.send("done")
 
 
 def reference_outputs(torch: Any, model: Any, model64: Any, inputs: list[Any]) -> tuple[list[Any], list[Any] | None, str]:
@@ -590,6 +605,7 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
         wait_until(Path(job["wait_file"]).exists, job.get("wait_timeout_s", 900), poll_s=0.005)
     channel.send("mark", phase="released")
     clock = Clock(torch, device)
+    build_off_gpu(job, channel, clock.full_sync)
     _warm_process(torch, device, clock, work)
     channel.send("mark", phase="warmed")
     task, functional = _load_task(embedded, work)
@@ -600,9 +616,10 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
     channel.send("mark", phase="reference-built")
     if device == "cuda" and not job.get("light"):
         tiny = torch.zeros(1, device=device)
-        channel.send("timing", which="overhead-pre-import",
-                     result=time_callable(clock, lambda i: tiny.add_(1), [], 1, warmup=2, min_calls=30, max_calls=30,
-                                          target_s=0.0))
+        with alone_on_gpu(job, channel, clock.full_sync):
+            channel.send("timing", which="overhead-pre-import",
+                         result=time_callable(clock, lambda i: tiny.add_(1), [], 1, warmup=2, min_calls=30,
+                                              max_calls=30, target_s=0.0))
     identities = snapshot_identities()
     flags_before = snapshot_flags({"torch": torch})
     threads_before = thread_counts()
@@ -711,21 +728,25 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
     flush = l2_flush_buffer(torch, device)
     options = {k: v for k, v in job["timing"].items() if k in ("warmup", "min_calls", "max_calls", "target_s")}
     threads_pre = thread_counts()
-    channel.send("timing-start")
     restored: list[str] = []
 
     def reset() -> None:
         restored.extend(context.restore(context_before))
 
-    with torch.no_grad():
-        result = time_callable(clock, call, template, job["timing"]["seed_base"], flush=flush, reset=reset, **options)
-    channel.send("timing-end")
-    channel.send("timing", which="candidate", result=result, threads_before=threads_pre, threads_after=thread_counts(),
-                 flags=snapshot_flags({"torch": torch}), context=context.snapshot(), restored=sorted(set(restored))[:20],
-                 changed=changed_identities(identities, snapshot_identities()))
-    if device == "cuda":
+    with alone_on_gpu(job, channel, clock.full_sync):
+        channel.send("timing-start")
         with torch.no_grad():
-            channel.send("kernels", which="candidate", kernels=_trace_kernels(torch, call, template, work))
+            result = time_callable(clock, call, template, job["timing"]["seed_base"], flush=flush, reset=reset,
+                                   **options)
+        channel.send("timing-end")
+        channel.send("timing", which="candidate", result=result, threads_before=threads_pre,
+                     threads_after=thread_counts(), flags=snapshot_flags({"torch": torch}), context=context.snapshot(),
+                     restored=sorted(set(restored))[:20], changed=changed_identities(identities, snapshot_identities()))
+        if device == "cuda":
+            # Its kernel durations are compared with the timed series: they are measured alone too.
+            with torch.no_grad():
+                channel.send("kernels", which="candidate", kernels=_trace_kernels(torch, call, template, work))
+    if device == "cuda":
         try:
             _state_probe(torch, call, reference, shared, clock, work, channel, blobs, restart)
         except Exception as exc:

@@ -1,0 +1,273 @@
+"""The GPU gate: which verifications may use one GPU at a time, and for what.
+
+A batch runs several eval scripts per GPU; ``KA_GPU_GATE`` names the GPU's lock file. In the ``exclusive``
+mode a verification holds the GPU alone from its first GPU work to its last. In the ``shared`` mode
+(``KA_GPU_GATE_MODE=shared``) the untimed work of several verifications (references, screens, correctness
+trials, probes) shares the GPU, and a child asks for the GPU alone (``alone_on_gpu``) around everything a
+verdict reads as a time: the baselines, the trivial-kernel overheads, the candidate's timed series and the
+profiled calls whose kernel durations the judge compares. A writer-first turnstile (a second lock file)
+keeps a waiting timed series from being starved by a stream of untimed work.
+
+Example:
+    >>> gate = GpuGate(None)
+    >>> gate.acquire(), gate.held
+    (True, None)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from verify.harness.common import wait_until
+
+GATE_MODES: tuple[str, ...] = ("exclusive", "shared")
+"""``exclusive``: one verification on the GPU at a time. ``shared``: untimed work overlaps; timed work is alone."""
+
+GATE_POLL_S = 0.002
+"""How often a waiting gate tries its lock again. Polling (not a blocking ``flock``) lets ``release`` from
+another thread end a wait at once, and costs nothing measurable at this rate."""
+
+GATE_REQUESTS = 64
+"""Requests a child may make. An honest run child makes four and two per JIT build; after this many every
+request is answered with the GPU alone, which is the ``exclusive`` mode's behaviour."""
+
+
+class GpuGate:
+    """A reader-writer lock on one GPU's lock file, safe to call from the parent's threads.
+
+    ``acquire`` takes the mode's hold (``exclusive``: alone; ``shared``: beside other untimed work);
+    ``alone`` and ``shared`` move between the two, ``away`` lets go while a child only builds, and
+    ``release`` ends it (later calls do nothing). Without a path every call succeeds and holds nothing.
+
+    Example:
+        >>> import tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "gpu.lock")
+        >>> a, b = GpuGate(path, "shared"), GpuGate(path, "shared")
+        >>> a.acquire(), b.acquire(), a.held, b.held
+        (True, True, 'shared', 'shared')
+        >>> b.release(); a.alone(), a.held
+        (True, 'alone')
+        >>> a.release()
+    """
+
+    def __init__(self, path: str | None, mode: str = "exclusive") -> None:
+        if mode not in GATE_MODES:
+            raise ValueError(f"KA_GPU_GATE_MODE must be one of {', '.join(GATE_MODES)}, not {mode!r}")
+        self.path = path
+        self.mode = mode
+        self.held: str | None = None
+        self._fds: tuple[int, int] | None = None
+        self._turn_held = False
+        self._closed = False
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_environment(cls, environ: dict[str, str] | None = None) -> GpuGate:
+        """The gate ``KA_GPU_GATE`` and ``KA_GPU_GATE_MODE`` describe (none without a path)."""
+        environ = dict(os.environ) if environ is None else environ
+        return cls(environ.get("KA_GPU_GATE") or None, environ.get("KA_GPU_GATE_MODE") or "exclusive")
+
+    @property
+    def sharing(self) -> bool:
+        """Whether children should ask for the GPU alone around their timed work."""
+        return bool(self.path) and self.mode == "shared"
+
+    def acquire(self) -> bool:
+        """Take this mode's hold: the GPU alone (``exclusive``) or beside others' untimed work (``shared``)."""
+        return self.alone() if self.mode == "exclusive" else self.shared()
+
+    def alone(self) -> bool:
+        """Hold the GPU alone: wait until no other verification holds it in any way; False once released."""
+        if not self.path:
+            return True
+        with self._lock:
+            if self._closed:
+                return False
+            if self.held == "alone":
+                return True
+            if self.held == "shared":
+                self._flock(0, "unlock")
+                self.held = None
+        if not self._wait(1, "exclusive", turn=True) or not self._wait(0, "exclusive"):
+            return False
+        with self._lock:
+            self.held = "alone"
+        return True
+
+    def shared(self) -> bool:
+        """Hold the GPU beside other verifications' untimed work (in the ``exclusive`` mode: alone)."""
+        if not self.path:
+            return True
+        if self.mode == "exclusive":
+            return self.alone()
+        with self._lock:
+            if self._closed:
+                return False
+            if self.held == "shared":
+                return True
+            if self.held == "alone":
+                # A downgrade under the turnstile: no one else can be granted anything in between.
+                self._flock(0, "shared")
+                self._let_turn_go()
+                self.held = "shared"
+                return True
+        if not self._wait(1, "exclusive", turn=True) or not self._wait(0, "shared"):
+            return False
+        with self._lock:
+            self._let_turn_go()
+            self.held = "shared"
+        return True
+
+    def away(self) -> None:
+        """Hold nothing for a while (a child builds on the CPU); in the ``exclusive`` mode keep the GPU."""
+        if not self.path or self.mode == "exclusive":
+            return
+        with self._lock:
+            if self._closed or self._fds is None:
+                return
+            self._flock(0, "unlock")
+            self._let_turn_go()
+            self.held = None
+
+    def release(self) -> None:
+        """Let every other verification have the GPU (closing the files drops the locks); idempotent."""
+        with self._lock:
+            self._closed = True
+            if self._fds is not None:
+                for fd in self._fds:
+                    os.close(fd)
+                self._fds = None
+            self.held = None
+            self._turn_held = False
+
+    def _files(self) -> tuple[int, int]:
+        if self._fds is None:
+            assert self.path
+            main = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            turn = os.open(self.path + ".turn", os.O_RDWR | os.O_CREAT, 0o600)
+            self._fds = (main, turn)
+        return self._fds
+
+    def _flock(self, which: int, how: str, block: bool = True) -> bool:
+        import fcntl
+
+        operation = {"exclusive": fcntl.LOCK_EX, "shared": fcntl.LOCK_SH, "unlock": fcntl.LOCK_UN}[how]
+        try:
+            fcntl.flock(self._files()[which], operation | (0 if block else fcntl.LOCK_NB))
+        except BlockingIOError:
+            return False
+        return True
+
+    def _let_turn_go(self) -> None:
+        if self._turn_held:
+            self._flock(1, "unlock")
+            self._turn_held = False
+
+    def _wait(self, which: int, how: str, turn: bool = False) -> bool:
+        while True:
+            with self._lock:
+                if self._closed:
+                    return False
+                if (turn and self._turn_held) or self._flock(which, how, block=False):
+                    self._turn_held = self._turn_held or turn
+                    return True
+            time.sleep(GATE_POLL_S)
+
+
+class GateKeeper:
+    """The parent's side of a child's requests: move the gate as asked, then answer with a grant file.
+
+    A child sends ``{"kind": "gate", "which": "alone" | "shared" | "away", "n": N}`` and waits for the file
+    ``<grants>-N``. A candidate's run child is frozen (``SIGSTOP`` to its process group) while its parent
+    waits for the GPU, so it cannot put work on a GPU another verification is timing on.
+
+    Example:
+        >>> keeper = GateKeeper(GpuGate(None), "/tmp/ka-doc-grants", "run")
+        >>> keeper.handle({"kind": "gate", "which": "alone", "n": 1}), Path("/tmp/ka-doc-grants-1").exists()
+        ('alone', True)
+    """
+
+    def __init__(self, gate: GpuGate, grants: str, role: str, *, freeze: Callable[[bool], None] | None = None,
+                 marks: list[tuple[float, str]] | None = None) -> None:
+        self.gate = gate
+        self.grants = grants
+        self.role = role
+        self.freeze = freeze
+        self.marks = marks if marks is not None else []
+        self._count = 0
+
+    def handle(self, message: dict[str, Any]) -> str | None:
+        """Act on one channel message if it is a gate request; what was granted, or None."""
+        want, number = message.get("which"), message.get("n")
+        if message.get("kind") != "gate" or want not in ("alone", "shared", "away") or type(number) is not int:
+            return None
+        self._count += 1
+        if self._count > GATE_REQUESTS:
+            want = "alone"
+        if want == "away":
+            self.gate.away()
+        else:
+            waits = self.gate.held != want and self.gate.sharing
+            if waits and self.freeze:
+                self.freeze(True)
+            try:
+                granted = self.gate.alone() if want == "alone" else self.gate.shared()
+            finally:
+                if waits and self.freeze:
+                    self.freeze(False)
+            if not granted:
+                return None
+        self.marks.append((time.monotonic(), f"gate:{self.role}:{want}"))
+        Path(f"{self.grants}-{number}").touch()
+        return want
+
+
+_REQUESTS = itertools.count(1)
+
+
+def _ask(job: dict[str, Any], channel: Any, want: str) -> None:
+    number = next(_REQUESTS)
+    channel.send("gate", which=want, n=number)
+    if not wait_until(Path(f"{job['gate_grants']}-{number}").exists, job.get("gate_timeout_s", 3600),
+                      poll_s=GATE_POLL_S):
+        raise RuntimeError(f"the GPU gate did not answer a request for the GPU {want}")
+
+
+@contextlib.contextmanager
+def alone_on_gpu(job: dict[str, Any], channel: Any, sync: Callable[[], None]) -> Iterator[None]:
+    """Run the block with the GPU to this verification alone when the gate is shared; else just run it.
+
+    ``sync`` finishes this process's GPU work before each change, so nothing of it runs into another
+    verification's timed work, nor anything of another's into this block.
+    """
+    if not job.get("gate_grants"):
+        yield
+        return
+    sync()
+    _ask(job, channel, "alone")
+    try:
+        yield
+    finally:
+        sync()
+        _ask(job, channel, "shared")
+
+
+@contextlib.contextmanager
+def off_gpu(job: dict[str, Any], channel: Any, sync: Callable[[], None]) -> Iterator[None]:
+    """Hold nothing of a shared gate during the block (a JIT build: CPU work), then share again."""
+    if not job.get("gate_grants"):
+        yield
+        return
+    sync()
+    _ask(job, channel, "away")
+    try:
+        yield
+    finally:
+        _ask(job, channel, "shared")
