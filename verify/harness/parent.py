@@ -109,7 +109,8 @@ class BaselineCache:
     stay in this process's memory, as in a single verification.
 
     Example:
-        >>> cache = BaselineCache("baselines", ["task", "model-new"], secret="k")
+        >>> import os, tempfile
+        >>> cache = BaselineCache(os.path.join(tempfile.mkdtemp(), "baselines"), ["task", "model-new"], secret="k")
         >>> cache.load() is None
         True
         >>> cache.store({"seed_base": 5, "template_seed": 6, "weight_seed": 7}, [{"kind": "timing", "which": "eager"}])
