@@ -713,6 +713,9 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
         return report
     finally:
         gate.release()
+        if baselines:
+            # On a failure too: the out-of-memory rerun in this process must not wait for its own claim.
+            baselines.release()
         report["finished_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         if args.keep:
             report["work_dir"] = str(root)
