@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import time
 from pathlib import Path
@@ -11,6 +13,7 @@ import pytest
 from batch_testing import HONEST, TASK
 
 from verify.harness.gate import GATE_REQUESTS, GateKeeper, GpuGate
+from verify.harness.parent import ChildProcess
 from verify.runner import VerifyOptions, verify_code
 
 
@@ -180,3 +183,28 @@ def test_a_verification_out_of_gpu_memory_while_sharing_runs_again_alone(tmp_pat
     assert marker.exists()
     assert report["gate"] == {"mode": "exclusive", "rerun": "out of GPU memory while sharing the GPU"}
     assert {n for n, c in report["checks"].items() if c["verdict"] == "fail"} <= {"not-a-kernel"}
+
+
+CHILD_ASKING_FOR_THE_GPU = """
+import json, os, sys, time
+fd = int(sys.argv[sys.argv.index("--channel") + 1])
+os.write(fd, (json.dumps({"kind": "gate", "which": "alone", "n": 1}) + "\\n").encode())
+while not os.path.exists(sys.argv[1] + "-1"):
+    time.sleep(0.01)
+"""
+
+
+def test_waiting_for_the_gate_does_not_count_against_a_childs_time_limit(tmp_path: Path) -> None:
+    class SlowGate(GpuGate):
+        def alone(self) -> bool:
+            time.sleep(1.5)  # another verification's timed series
+            return super().alone()
+
+    grants = str(tmp_path / "grant")
+    keeper = GateKeeper(SlowGate(str(tmp_path / "gpu.lock"), "shared"), grants, "run")
+    child = ChildProcess([sys.executable, "-c", CHILD_ASKING_FOR_THE_GPU, grants], role="run",
+                         env=dict(os.environ), cwd=tmp_path, gate=keeper)
+    report = child.wait(1.0)
+    keeper.gate.release()
+    assert not report.timed_out and report.returncode == 0
+    assert 1.4 < child.paused_s < 5 and [e for _, e in keeper.marks] == ["gate:run:alone"]

@@ -214,7 +214,8 @@ class ChildProcess:
                  gate: GateKeeper | None = None) -> None:
         self.report = ChildReport(role=role)
         self._gate = gate
-        self.paused_s = 0.0
+        self._paused_s = 0.0
+        self._pausing_since: float | None = None
         self.blobs: dict[str, Any] = {}
         self._log_path = Path(cwd) / f"{role}.log"
         self._chunks: list[tuple[float, bytes]] = []
@@ -284,11 +285,22 @@ class ChildProcess:
         from verify.harness.common import read_messages
 
         assert self._gate is not None
-        started = time.monotonic()
-        for message in read_messages(line)[0]:
-            self._gate.handle(message)
-        # Waiting for another verification's GPU work is not this child's time.
-        self.paused_s += time.monotonic() - started
+        self._pausing_since = time.monotonic()
+        try:
+            for message in read_messages(line)[0]:
+                self._gate.handle(message)
+        finally:
+            self._paused_s += time.monotonic() - self._pausing_since
+            self._pausing_since = None
+
+    @property
+    def paused_s(self) -> float:
+        """Seconds this child has waited for its parent to answer gate requests, the current wait included.
+
+        Waiting for another verification's GPU work is not this child's time: it extends the child's limit.
+        """
+        since = self._pausing_since
+        return self._paused_s + (time.monotonic() - since if since is not None else 0.0)
 
     def freeze(self, frozen: bool) -> None:
         """Stop (or continue) the child's whole process group."""
