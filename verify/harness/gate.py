@@ -98,6 +98,8 @@ class GpuGate:
         if not self._wait(1, "exclusive", turn=True) or not self._wait(0, "exclusive"):
             return False
         with self._lock:
+            if self._closed:
+                return False
             self.held = "alone"
         return True
 
@@ -121,6 +123,8 @@ class GpuGate:
         if not self._wait(1, "exclusive", turn=True) or not self._wait(0, "shared"):
             return False
         with self._lock:
+            if self._closed:
+                return False
             self._let_turn_go()
             self.held = "shared"
         return True
