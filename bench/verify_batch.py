@@ -9,6 +9,9 @@ With ``--scaling`` (a machine with several GPUs) the kernels of the cold pass ar
 alone for a quarter of the budget, then the ones it finished on every GPU: ``scaling.ratio`` compares the two
 rates over the same kernels (None if the second pass did not finish them all), each from its pass's start;
 ``scaling.span_ratio`` the same from each pass's first kernel start to its last finish (no pool set-up).
+``--gate-mode`` picks how verifications share a GPU (``verify.harness.gate``); ``gate_held_share_cold`` is the
+share of the cold pass a GPU's gate was held at all, ``gpu_alone_share_cold`` held alone (timed work, or the
+whole hold in the exclusive mode), averaged over the GPUs (``verify.batch.stats.gpu_occupancy``).
 
     python tests/gpu/copy_gpu_data.py                       # once, where ../shared/data exists
     python bench/verify_batch.py --limit 8 --budget-s 200 --json
@@ -56,7 +59,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from verify.batch.stats import BatchStats  # noqa: E402
+from verify.batch.stats import BatchStats, gpu_occupancy  # noqa: E402
 from verify.batch.workers import BATCH_GATE_MODE, SLOTS_PER_GPU  # noqa: E402
 from verify.harness.gate import GATE_MODES  # noqa: E402
 from verify.pipeline import VerifyJob, verify_jobs  # noqa: E402
@@ -443,6 +446,7 @@ def main() -> int:
         "warm_shares": warm.stats.shares(),
         "statuses_cold": dict(cold.stats.statuses), "builds_cold": dict(cold.stats.builds),
         "gate_mode": os.environ.get("KA_GPU_GATE_MODE") or BATCH_GATE_MODE,
+        **{f"{k}_cold": v for k, v in gpu_occupancy(list(cold.reports.values())).items()},
     }
     if args.scaling:
         result["scaling"] = scaling(args, finished, options, cache)

@@ -49,6 +49,9 @@ def test_the_batch_benchmark_runs_its_passes_and_both_checks_on_cpu(tmp_path: Pa
     assert result["kernels_per_min_cold"] > 0 and result["kernels_per_min_warm"] > 0
     assert result["kernels_per_min_cold_span"] > 0 and result["kernels_per_min_warm_span"] > 0
     assert abs(sum(result[f"share_{k}"] for k in ("compile", "references", "trials", "timing", "other")) - 1) < 1e-3
+    # The batch's default gate is shared: each kernel's baselines and timed series had the device alone.
+    assert result["gate_mode"] == "shared"
+    assert 0 < result["gpu_alone_share_cold"] < result["gate_held_share_cold"] <= 1
     alone = result["alone_vs_batch"]
     assert alone["same_verdict"] is True and alone["repeats"] == 2 and len(alone["kernel_ms_alone_runs"]) == 2
     assert len((tmp_path / "out" / "reports-alone.jsonl").read_text().splitlines()) == 2

@@ -121,6 +121,72 @@ class BatchStats:
         return f"{counts or 'starting'} · {rate} · ETA {duration(eta) if eta is not None else '?'}"
 
 
+def _union_s(spans: list[tuple[float, float]]) -> float:
+    """Seconds covered by at least one of ``spans``."""
+    total, end = 0.0, float("-inf")
+    for start, stop in sorted(spans):
+        if stop > end:
+            total += stop - max(start, end)
+            end = stop
+    return total
+
+
+def gpu_occupancy(reports: list[dict[str, Any]]) -> dict[str, float | None]:
+    """How much of a pass each GPU's gate was held at all, and held alone, averaged over the GPUs.
+
+    From each report's timeline on the host's monotonic clock (``timeline_origin``): the gate is held from
+    ``gpu-gate`` to the run child's exit, and alone between a child's ``gate:<role>:alone`` and its next
+    ``gate:<role>:shared`` mark, or throughout in the exclusive mode. The span runs from the first report's
+    start to the last one's run exit, per GPU.
+
+    Example:
+        >>> a = {"timeline_origin": 0.0, "gate": {"mode": "shared"}, "timeline": [[1, "parent", "gpu-gate"],
+        ...      [2, "parent", "gate:run:alone"], [3, "parent", "gate:run:shared"], [4, "run", "exit"]]}
+        >>> b = {"timeline_origin": 2.0, "gate": {"mode": "exclusive"}, "timeline": [[1, "parent", "gpu-gate"],
+        ...      [2, "run", "exit"]]}
+        >>> gpu_occupancy([a, b])
+        {'gate_held_share': 0.75, 'gpu_alone_share': 0.5}
+    """
+    by_gpu: dict[str, list[dict[str, Any]]] = {}
+    for report in reports:
+        if report.get("timeline_origin") is not None and report.get("timeline"):
+            by_gpu.setdefault(str((report.get("batch") or {}).get("gpu")), []).append(report)
+    held_shares, alone_shares = [], []
+    for group in by_gpu.values():
+        held: list[tuple[float, float]] = []
+        alone: list[tuple[float, float]] = []
+        starts, ends = [], []
+        for report in group:
+            origin = float(report["timeline_origin"])
+            timeline = [(origin + float(t), str(r), str(e)) for t, r, e in report["timeline"]]
+            starts.append(origin)
+            gate = next((t for t, r, e in timeline if r == "parent" and e == "gpu-gate"), None)
+            exit_ = next((t for t, r, e in timeline if r == "run" and e == "exit"), None)
+            ends.append(max(t for t, _, _ in timeline) if exit_ is None else exit_)
+            if gate is None or exit_ is None:
+                continue
+            held.append((gate, exit_))
+            if (report.get("gate") or {}).get("mode") != "shared":
+                alone.append((gate, exit_))
+                continue
+            opened: dict[str, float] = {}
+            for t, r, e in timeline:
+                if r == "parent" and e.startswith("gate:"):
+                    _, role, want = e.split(":", 2)
+                    if want == "alone":
+                        opened.setdefault(role, t)
+                    elif role in opened:
+                        alone.append((opened.pop(role), t))
+        span = max(ends) - min(starts)
+        if span > 0:
+            held_shares.append(_union_s(held) / span)
+            alone_shares.append(_union_s(alone) / span)
+    if not held_shares:
+        return {"gate_held_share": None, "gpu_alone_share": None}
+    return {"gate_held_share": round(sum(held_shares) / len(held_shares), 4),
+            "gpu_alone_share": round(sum(alone_shares) / len(alone_shares), 4)}
+
+
 def duration(seconds: float) -> str:
     """``1h02m`` or ``3m05s``."""
     seconds = int(round(seconds))
