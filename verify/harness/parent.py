@@ -488,8 +488,8 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
     """Run every step and judge; the report dict.
 
     Behind a shared gate (``KA_GPU_GATE_MODE=shared``) a verification that ran out of GPU memory (another
-    verification's untimed work held some of it) runs once more with the GPU alone, so sharing never decides a
-    verdict; ``gate`` in the report says so.
+    verification's untimed work held some of it), failing or losing a baseline, runs once more with the GPU
+    alone, so sharing never decides a verdict; ``gate`` in the report says so.
     """
     make_non_dumpable()
     gate = GpuGate.from_environment()
@@ -505,14 +505,18 @@ OUT_OF_MEMORY = ("CUDA out of memory", "OutOfMemoryError", "CUBLAS_STATUS_ALLOC_
 
 
 def out_of_memory(report: dict[str, Any]) -> bool:
-    """Whether a report's verification failed because the GPU ran out of memory.
+    """Whether a report's verification failed, or lost a baseline, because the GPU ran out of memory.
 
     Example:
         >>> out_of_memory({"status": "failed", "log": "torch.OutOfMemoryError: CUDA out of memory."})
         True
         >>> out_of_memory({"status": "passed", "log": "CUDA out of memory"})
         False
+        >>> out_of_memory({"status": "passed", "notes": ["CUDA-graph baseline failed: OutOfMemoryError: ..."]})
+        True
     """
+    if any(marker in json.dumps(report.get("notes") or [], default=str) for marker in OUT_OF_MEMORY):
+        return True
     if report.get("status") in ("passed", "flagged"):
         return False
     text = json.dumps({k: report.get(k) for k in ("error", "log", "checks")}, default=str)
