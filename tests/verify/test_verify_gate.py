@@ -203,7 +203,7 @@ def test_waiting_for_the_gate_does_not_count_against_a_childs_time_limit(tmp_pat
     grants = str(tmp_path / "grant")
     keeper = GateKeeper(SlowGate(str(tmp_path / "gpu.lock"), "shared"), grants, "run")
     child = ChildProcess([sys.executable, "-c", CHILD_ASKING_FOR_THE_GPU, grants], role="run",
-                         env=dict(os.environ), cwd=tmp_path, gate=keeper)
+                         env=dict(os.environ), cwd=tmp_path, keeper=keeper)
     report = child.wait(1.0)
     keeper.gate.release()
     assert not report.timed_out and report.returncode == 0

@@ -193,8 +193,10 @@ class GateKeeper:
     waits for the GPU, so it cannot put work on a GPU another verification is timing on.
 
     Example:
-        >>> keeper = GateKeeper(GpuGate(None), "/tmp/ka-doc-grants", "run")
-        >>> keeper.handle({"kind": "gate", "which": "alone", "n": 1}), Path("/tmp/ka-doc-grants-1").exists()
+        >>> import tempfile
+        >>> grants = Path(tempfile.mkdtemp()) / "grant"
+        >>> keeper = GateKeeper(GpuGate(None), str(grants), "run")
+        >>> keeper.handle({"kind": "gate", "which": "alone", "n": 1}), grants.with_name("grant-1").exists()
         ('alone', True)
     """
 

@@ -206,14 +206,15 @@ class ChildProcess:
     """One child started now and collected later: its channel is read by a thread with receive times.
 
     The child gets the pipe's write end by number (``--channel FD``); the parent keeps only the read end.
-    On timeout, and after a normal exit too, the child's whole process group is killed.
+    On timeout, and after a normal exit too, the child's whole process group is killed. With a ``keeper``
+    (``verify.harness.gate.GateKeeper``) the reading thread answers the child's gate requests as they come.
     """
 
     def __init__(self, argv: list[str], *, role: str, env: dict[str, str], cwd: str | os.PathLike[str],
                  channel: bool = True, blobs: bool = False, blob_memory: str | None = None,
-                 gate: GateKeeper | None = None) -> None:
+                 keeper: GateKeeper | None = None) -> None:
         self.report = ChildReport(role=role)
-        self._gate = gate
+        self._keeper = keeper
         self._paused_s = 0.0
         self._pausing_since: float | None = None
         self.blobs: dict[str, Any] = {}
@@ -276,7 +277,7 @@ class ChildProcess:
                         self._probe_started = time.monotonic()
                     if self.ready_at is None and b'"mark"' in line and b'"ready"' in line:
                         self.ready_at = time.monotonic()
-                    if self._gate is not None and b'"gate"' in line:
+                    if self._keeper is not None and b'"gate"' in line:
                         self._answer_gate(line)
         if buffer:
             self._chunks.append((time.monotonic(), buffer))
@@ -284,11 +285,11 @@ class ChildProcess:
     def _answer_gate(self, line: bytes) -> None:
         from verify.harness.common import read_messages
 
-        assert self._gate is not None
+        assert self._keeper is not None
         self._pausing_since = time.monotonic()
         try:
             for message in read_messages(line)[0]:
-                self._gate.handle(message)
+                self._keeper.handle(message)
         finally:
             self._paused_s += time.monotonic() - self._pausing_since
             self._pausing_since = None
@@ -579,7 +580,7 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
                                           | _grants(keepers["trusted"], gate_timeout)))
         trusted = ChildProcess([*python, "--role", "trusted", "--job", str(trusted_job)], role="trusted",
                                env=scrubbed_environment(dict(os.environ), str(trusted_dir)), cwd=trusted_dir,
-                               blobs=True, blob_memory="map", gate=keepers["trusted"])
+                               blobs=True, blob_memory="map", keeper=keepers["trusted"])
         env = candidate_environment(dict(os.environ), str(cand_dir), args.build_dir)
         if args.build_dir:
             job["build_dir"] = str(Path(args.build_dir).resolve())
@@ -594,7 +595,7 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
                                     | _grants(keepers["run"], gate_timeout)))
         runner: ChildProcess | None = ChildProcess([*python, "--role", "run", "--job", str(run_job)], role="run",
                                                    env=env, cwd=cand_dir, blobs=True, blob_memory="copy",
-                                                   gate=keepers["run"])
+                                                   keeper=keepers["run"])
         if keepers["run"] is not None:
             keepers["run"].freeze = runner.freeze
         # Each child deletes its job file as soon as it has read it; candidate code must find none.
