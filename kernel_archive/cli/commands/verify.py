@@ -57,9 +57,11 @@ Examples:
   kernel-archive verify --source cuda-l1 --limit 20 --i-understand-this-runs-untrusted-code
 
 Batches (any selection: --source, --task, --level, --category, --tag, --hand-written, --search, --all)
-run as a pipeline: kernels are built on every CPU core into a shared build cache, verified one at a time
-on each GPU, stored as each finishes, and skipped when already verified by this harness version (so an
-interrupted batch resumes; --force verifies again). --ray ADDRESS runs the same on a Ray cluster.
+run as a pipeline: kernels are built on every CPU core into a shared build cache, verified several at a
+time on each GPU (their untimed work overlaps; every timed series has the GPU to itself;
+KA_GPU_GATE_MODE=exclusive gives each verification the GPU alone throughout), stored as each finishes, and
+skipped when already verified by this harness version (so an interrupted batch resumes; --force verifies
+again). --ray ADDRESS runs the same on a Ray cluster.
 See docs/verify-batch.md.
 
   kernel-archive verify --source cuda-l1 --gpus 2 --i-understand-this-runs-untrusted-code
