@@ -9,8 +9,9 @@ The script holds that lock (``verify.harness.gate.GpuGate``) from its first GPU 
 has the GPU alone, in the ``exclusive`` mode one GPU never runs two verifications' GPU work at once. Either
 way the other slots' processes start, import torch or judge meanwhile. ``KA_BASELINE_CACHE`` names the GPU's
 baseline folder, so a task's baselines are measured once per GPU (``verify.harness.parent.BaselineCache``);
-the script's isolation (trusted child, candidate children, parent judging) is exactly the single kernel's. Reports come back to the calling thread, which hands each
-to ``on_result`` as it arrives (the archive write happens there, one at a time).
+the script's isolation (trusted child, candidate children, parent judging) is exactly the single kernel's.
+Reports come back to the calling thread, which hands each to ``on_result`` as it arrives (the archive write
+happens there, one at a time).
 
 Example:
     >>> parse_gpus("0,2"), parse_gpus("3")
