@@ -160,11 +160,11 @@ def gpu_occupancy(reports: list[dict[str, Any]]) -> dict[str, float | None]:
             origin = float(report["timeline_origin"])
             timeline = [(origin + float(t), str(r), str(e)) for t, r, e in report["timeline"]]
             starts.append(origin)
-            gate = next((t for t, r, e in timeline if r == "parent" and e == "gpu-gate"), None)
-            exit_ = next((t for t, r, e in timeline if r == "run" and e == "exit"), None)
-            ends.append(max(t for t, _, _ in timeline) if exit_ is None else exit_)
+            gate, exit_ = _at(report["timeline"], "parent", "gpu-gate"), _at(report["timeline"], "run", "exit")
+            ends.append(max(t for t, _, _ in timeline) if exit_ is None else origin + exit_)
             if gate is None or exit_ is None:
                 continue
+            gate, exit_ = origin + gate, origin + exit_
             held.append((gate, exit_))
             if (report.get("gate") or {}).get("mode") != "shared":
                 alone.append((gate, exit_))

@@ -95,13 +95,7 @@ class GpuGate:
             if self.held == "shared":
                 self._flock(0, "unlock")
                 self.held = None
-        if not self._wait(1, "exclusive", turn=True) or not self._wait(0, "exclusive"):
-            return False
-        with self._lock:
-            if self._closed:
-                return False
-            self.held = "alone"
-        return True
+        return self._take("exclusive")
 
     def shared(self) -> bool:
         """Hold the GPU beside other verifications' untimed work (in the ``exclusive`` mode: alone)."""
@@ -120,14 +114,7 @@ class GpuGate:
                 self._let_turn_go()
                 self.held = "shared"
                 return True
-        if not self._wait(1, "exclusive", turn=True) or not self._wait(0, "shared"):
-            return False
-        with self._lock:
-            if self._closed:
-                return False
-            self._let_turn_go()
-            self.held = "shared"
-        return True
+        return self._take("shared")
 
     def away(self) -> None:
         """Hold nothing for a while (a child builds on the CPU); in the ``exclusive`` mode keep the GPU."""
@@ -150,6 +137,18 @@ class GpuGate:
                 self._fds = None
             self.held = None
             self._turn_held = False
+
+    def _take(self, how: str) -> bool:
+        """Through the turnstile, then the main lock ``how``; only an exclusive hold keeps the turnstile."""
+        if not self._wait(1, "exclusive", turn=True) or not self._wait(0, how):
+            return False
+        with self._lock:
+            if self._closed:
+                return False
+            if how == "shared":
+                self._let_turn_go()
+            self.held = "shared" if how == "shared" else "alone"
+        return True
 
     def _files(self) -> tuple[int, int]:
         if self._fds is None:

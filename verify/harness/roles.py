@@ -323,10 +323,14 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
                 compiled(*template)
             compile_s = time.perf_counter() - t0
         except Exception as error:
-            channel.send("note", which="compile", message=f"torch.compile baseline failed: {type(error).__name__}: {error}"[:800])
+            _compile_failed(channel, error)
     with alone_on_gpu(job, channel, clock.full_sync):
         _time_baselines(torch, job, channel, clock, work, model, template, compiled, compile_s)
     channel.send("done")
+
+
+def _compile_failed(channel: Channel, error: Exception) -> None:
+    channel.send("note", which="compile", message=f"torch.compile baseline failed: {type(error).__name__}: {error}"[:800])
 
 
 def _time_baselines(torch: Any, job: dict[str, Any], channel: Channel, clock: Clock, work: Path, model: Any,
@@ -354,7 +358,7 @@ def _time_baselines(torch: Any, job: dict[str, Any], channel: Channel, clock: Cl
             result["compile_s"] = compile_s
             channel.send("timing", which="compile", result=result)
         except Exception as error:
-            channel.send("note", which="compile", message=f"torch.compile baseline failed: {type(error).__name__}: {error}"[:800])
+            _compile_failed(channel, error)
     try:
         static = [x.clone() if isinstance(x, torch.Tensor) else x for x in template]
         stream = torch.cuda.Stream()
