@@ -303,7 +303,11 @@ def map_figure(points: pd.DataFrame, colour: str, height: int = 680, tag: str | 
         "dataZoom": [{"type": "inside", "xAxisIndex": 0, "filterMode": "none"},
                      {"type": "inside", "yAxisIndex": 0, "filterMode": "none"}],
         "toolbox": {"left": 0, "top": 0, "feature": {"brush": {"type": ["rect", "polygon", "clear"]}}},
-        "brush": {"seriesIndex": list(range(len(legend), 2 * len(legend))), "brushMode": "single"},
+        # Aimed at the grid's axes, a brush is reported in the selection's ``areas`` (in data coordinates, so it
+        # survives a resize); without a target it has pixels only, and a box around a single point would read
+        # as a click on it.
+        "brush": {"seriesIndex": list(range(len(legend), 2 * len(legend))), "xAxisIndex": 0, "yAxisIndex": 0,
+                  "brushMode": "single"},
         "series": series,
     }
     return option, ids

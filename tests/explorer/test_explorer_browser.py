@@ -154,12 +154,49 @@ POINTS = """(host) => { const cs = [...host.querySelectorAll('canvas')];
                                                      x += 40; } }
     return found; }"""
 """Page coordinates of up to 40 painted map points."""
+BOX_TOOL = (26, 24)
+"""The toolbox's box-select icon, in CSS pixels from the chart's top left (``toolbox`` at left 0, top 0)."""
+BOX_TOOL_ON = """(host) => { const cs = [...host.querySelectorAll('canvas')];
+    if (!cs.length || cs[0].width < 2) return false;
+    const k = cs[0].width / cs[0].getBoundingClientRect().width;
+    for (const c of cs) { const d = c.getContext('2d').getImageData(12 * k, 12 * k, 26 * k, 26 * k).data;
+        for (let i = 0; i < d.length; i += 4) if (d[i + 3] > 200 && d[i] < 80 && d[i + 1] < 80 && d[i + 2] < 80)
+            return true; }
+    return false; }"""
+"""Whether the box-select icon is drawn dark: ECharts draws an engaged tool in its emphasis colour (near black
+here) and an idle one grey, and the hover emphasis goes once the mouse is elsewhere."""
 
 
 def _map_drawn(page: Any) -> None:
     """Wait until the map's canvas has points drawn in its plot area."""
     page.wait_for_function(f"() => document.querySelector('{MAP}') !== null"
                            f" && ({PAINT})(document.querySelector('{MAP}'))[0] > 20")
+
+
+def _steady_box(page: Any, locator: Any) -> dict[str, float]:
+    """The element's bounding box once it stayed put for half a second (elements drawn late above it move it)."""
+    last = None
+    for _ in range(60):
+        now = locator.bounding_box()
+        if now is not None and now == last:
+            return now
+        last = now
+        page.wait_for_timeout(500)
+    raise AssertionError(f"the element kept moving: {last}")
+
+
+def _box_tool_engaged(page: Any, seconds: float = 5) -> bool:
+    """Whether the map's box-select tool is engaged and stays so for a second (the hover emphasis that looks
+    the same is redrawn away a frame or more after the mouse leaves, later on a loaded host)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    engaged = f"() => ({BOX_TOOL_ON})(document.querySelector('{MAP}'))"
+    try:
+        page.wait_for_function(engaged, timeout=seconds * 1000)
+    except PlaywrightTimeout:
+        return False
+    page.wait_for_timeout(1000)
+    return bool(page.evaluate(engaged))
 
 
 def _no_traceback(page: Any) -> None:
@@ -439,39 +476,39 @@ def test_every_map_colouring_draws_without_a_traceback(served: Served, page: Any
 def test_a_box_selection_lists_the_same_kernels_after_a_recolour(served: Served, page: Any) -> None:
     # The chart keeps one widget across colourings (explorer/pages/map.py): a selection made under one
     # colouring's series must still name the same kernels under the next one, not the same indexes.
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
     _embedded(served)
-    attempts = 3
-    for attempt in range(attempts):
-        # The gesture is pixels on a canvas: on a loaded 2-core host the drag can come before the chart took the
-        # tool (it is then a click on a point, which opens that kernel's page), and clicking the tool again would
-        # switch it off, so another try starts from a fresh page.
+    for _ in range(3):
+        # The gesture is pixels on a canvas, and on a loaded 2-core host the chart can still move down (elements
+        # above it drawn late) or miss a click after it first draws. So every position is read once the chart
+        # stopped moving, the tool is clicked again only after it was seen idle for seconds (a second click would
+        # switch it off), and the drag starts only once the tool has stayed engaged.
         page.goto(f"{served.url}/map?color=level")
         _settle(page)
         _map_drawn(page)
-        box = page.locator(MAP).bounding_box()
-        page.mouse.move(box["x"] + 26, box["y"] + 24)  # the toolbox's box-select tool, top left
-        page.wait_for_timeout(300)
-        page.mouse.click(box["x"] + 26, box["y"] + 24)
-        page.wait_for_timeout(600)
-        # A small box around one drawn point, so the selection is never empty and small enough (<= 200 kernels)
-        # to be kept in the URL whatever the layout (a fixed strip of the plot held more in some layouts).
-        points = page.evaluate(f"() => ({POINTS})(document.querySelector('{MAP}'))")
-        x, y = points[len(points) // 2]
-        page.mouse.move(x - 12, y - 12)
-        page.mouse.down()
-        page.mouse.move(x + 12, y + 12, steps=8)
-        page.mouse.up()
-        try:
-            page.wait_for_url(re.compile(r"selected=|/kernel\?"), timeout=20_000)
-        except PlaywrightTimeout:
-            if attempt == attempts - 1:
-                raise
+        for _ in range(5):
+            box = _steady_box(page, page.locator(MAP))
+            page.mouse.move(box["x"] + BOX_TOOL[0], box["y"] + BOX_TOOL[1])
+            page.wait_for_timeout(300)
+            page.mouse.click(box["x"] + BOX_TOOL[0], box["y"] + BOX_TOOL[1])
+            page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] - 10)
+            if _box_tool_engaged(page):
+                break
+        else:
             continue
-        if "selected=" in page.url:
-            break
-        assert attempt < attempts - 1, f"the box selection was taken as a click {attempts} times: {page.url}"
+        break
+    else:
+        pytest.fail("the box-select tool did not engage after 5 clicks on each of 3 fresh pages")
+    _steady_box(page, page.locator(MAP))
+    # A small box around one drawn point: never empty, and small enough (<= 200 kernels) to be kept in the URL
+    # whatever the layout. It may hold that point alone, which must still list it, not open its page.
+    points = page.evaluate(f"() => ({POINTS})(document.querySelector('{MAP}'))")
+    x, y = points[len(points) // 2]
+    page.mouse.move(x - 12, y - 12)
+    page.mouse.down()
+    page.mouse.move(x + 12, y + 12, steps=8)
+    page.mouse.up()
+    page.wait_for_url(re.compile(r"selected=|/kernel\?"), timeout=20_000)
+    assert "selected=" in page.url, f"a box selection opened a kernel's page: {page.url}"
     _settle(page)
     before = re.search(r"selected=([^&]+)", page.url).group(1)
     heading = page.locator('[data-testid="stMain"] h3').first.inner_text()

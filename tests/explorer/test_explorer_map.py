@@ -93,6 +93,9 @@ def test_every_colouring_places_each_point_once_and_lets_the_brush_select_it(col
     twins = option["series"][len(drawn):2 * len(drawn)]
     assert [t["name"] for t in twins] == [d["name"] for d in drawn] and all(t["symbol"] == "none" for t in twins)
     assert option["brush"]["seriesIndex"] == list(range(len(drawn), 2 * len(drawn)))
+    # Streamlit reports a brush's area only when the brush targets axes; without it a box around one point
+    # reads as a click on that point (the browser test drags such boxes).
+    assert (option["brush"]["xAxisIndex"], option["brush"]["yAxisIndex"]) == (0, 0)
     assert ids[len(drawn):2 * len(drawn)] == ids[:len(drawn)]
     (source,) = [d["source"] for d in option["dataset"] if "source" in d]
     groups = source.column("group").to_pylist()
