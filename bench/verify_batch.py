@@ -9,6 +9,8 @@ With ``--scaling`` (a machine with several GPUs) the kernels of the cold pass ar
 alone for a quarter of the budget, then the ones it finished on every GPU: ``scaling.ratio`` compares the two
 rates over the same kernels (None if the second pass did not finish them all), each from its pass's start;
 ``scaling.span_ratio`` the same from each pass's first kernel start to its last finish (no pool set-up).
+``--slots-per-gpu`` and ``--gpu-seats`` set how many eval scripts run per GPU and how many of them hold its gate
+at once (``slots_per_gpu``, ``gpu_seats``).
 ``--gate-mode`` picks how verifications share a GPU (``verify.harness.gate``); ``gate_held_share_cold`` is the
 share of the cold pass a GPU's gate was held at all, ``gpu_alone_share_cold`` held alone (timed work, or the
 whole hold in the exclusive mode), averaged over the GPUs (``verify.batch.stats.gpu_occupancy``).
@@ -60,7 +62,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from verify.batch.stats import BatchStats, gpu_occupancy  # noqa: E402
-from verify.batch.workers import BATCH_GATE_MODE, SLOTS_PER_GPU  # noqa: E402
+from verify.batch.workers import BATCH_GATE_MODE, SLOTS_PER_GPU, gpu_seats  # noqa: E402
 from verify.harness.gate import GATE_MODES  # noqa: E402
 from verify.pipeline import VerifyJob, verify_jobs  # noqa: E402
 from verify.runner import VerifyOptions  # noqa: E402
@@ -393,9 +395,12 @@ def main() -> int:
                         help="stop the kernels still running this long after their pass's budget (not reported: "
                              "--resume verifies them again); default: let them finish")
     parser.add_argument("--gpus", help="GPUs (count or ids; default every visible one)")
-    parser.add_argument("--compile-workers", type=int, help="builds at once (default: a core each, left after the slots)")
+    parser.add_argument("--compile-workers", type=int, help="builds at once (default: a core each, left after the seats)")
     parser.add_argument("--slots-per-gpu", type=int,
-                        help=f"verifications started at once per GPU (default {SLOTS_PER_GPU})")
+                        help=f"eval scripts running at once per GPU (default {SLOTS_PER_GPU})")
+    parser.add_argument("--gpu-seats", type=int,
+                        help="of those, how many hold the GPU's gate at once (KA_GPU_SEATS; default "
+                             "verify.batch.workers.GPU_SEATS)")
     parser.add_argument("--gate-mode", choices=GATE_MODES,
                         help=f"how verifications share a GPU (default {BATCH_GATE_MODE}; see verify.harness.gate)")
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"), help="cpu only exercises the logic")
@@ -417,6 +422,8 @@ def main() -> int:
     if args.gate_mode:
         # The eval scripts, and the kill check's child batches, read it from the environment.
         os.environ["KA_GPU_GATE_MODE"] = args.gate_mode
+    if args.gpu_seats:
+        os.environ["KA_GPU_SEATS"] = str(args.gpu_seats)
     if args.child:
         return child(args)
     if not args.jsonl.is_file():
@@ -446,6 +453,7 @@ def main() -> int:
         "warm_shares": warm.stats.shares(),
         "statuses_cold": dict(cold.stats.statuses), "builds_cold": dict(cold.stats.builds),
         "gate_mode": os.environ.get("KA_GPU_GATE_MODE") or BATCH_GATE_MODE,
+        "slots_per_gpu": args.slots_per_gpu or SLOTS_PER_GPU, "gpu_seats": gpu_seats(),
         **{f"{k}_cold": v for k, v in gpu_occupancy(list(cold.reports.values())).items()},
     }
     if args.scaling:

@@ -60,9 +60,9 @@ def verify_jobs(
 
     Args:
         gpus: GPUs for the batch: a count or a comma list of ids (default: every visible GPU).
-        compile_workers: builds at once (default: one per core left after the GPU slots).
-        slots_per_gpu: verifications started at once per GPU (default ``SLOTS_PER_GPU``); their GPU work takes
-            turns behind the GPU's gate, the others start up and judge meanwhile.
+        compile_workers: builds at once (default: one per core left after the GPU seats).
+        slots_per_gpu: eval scripts running at once per GPU (default ``SLOTS_PER_GPU``); ``KA_GPU_SEATS``
+            (default ``GPU_SEATS``) of them hold the GPU's gate at once, the others start up and judge meanwhile.
         build_cache: the build cache folder (default ``~/.cache/kernel-archive/builds``); False: none.
         ray: a Ray cluster address, or ``local`` to start one here.
         ray_init: extra ``ray.init`` arguments (tests start a small local instance).
@@ -120,7 +120,14 @@ def _verify_batch(
 
     from verify.batch.build_cache import BuildCache, default_root, detect_toolchain
     from verify.batch.plan import make_plan
-    from verify.batch.workers import SLOTS_PER_GPU, Finished, LocalBatch, default_compile_workers, parse_gpus
+    from verify.batch.workers import (
+        SLOTS_PER_GPU,
+        Finished,
+        LocalBatch,
+        default_compile_workers,
+        gpu_seats,
+        parse_gpus,
+    )
 
     deadline = None if time_budget_s is None else time.monotonic() + time_budget_s
     stop_at = None if stop_after_s is None else time.time() + stop_after_s
@@ -151,7 +158,7 @@ def _verify_batch(
         return summary
     gpu_ids = parse_gpus(gpus)
     cache = BuildCache(root, toolchain) if use_cache and toolchain is not None else None
-    workers = compile_workers or default_compile_workers(len(gpu_ids), slots)
+    workers = compile_workers or default_compile_workers(len(gpu_ids), min(slots, gpu_seats()))
     LocalBatch(plan.todo, options, gpus=gpu_ids, compile_workers=workers, cache=cache, deadline=deadline,
                stop_at=stop_at, slots=slots).run(finished)
     return summary

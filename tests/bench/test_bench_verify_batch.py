@@ -15,6 +15,8 @@ sys.path.insert(0, str(REPO / "tests" / "verify"))
 from batch_testing import HONEST, HONEST_TANH, MUTATING, TASK, TASK_TANH  # noqa: E402
 from scripts_testing import load_script  # noqa: E402
 
+from verify.batch.workers import SLOTS_PER_GPU  # noqa: E402
+
 WITHOUT = """
 import runpy, sys
 sys.modules["duckdb"] = None
@@ -40,7 +42,7 @@ def test_the_batch_benchmark_runs_its_passes_and_both_checks_on_cpu(tmp_path: Pa
     done = subprocess.run(
         [sys.executable, "-c", WITHOUT, "--jsonl", str(data), "--device", "cpu", "--gpus", "2", "--trials", "1",
          "--target-seconds", "0.05", "--budget-s", "400", "--kill-kernels", "2", "--alone-repeats", "2",
-         "--out", str(tmp_path / "out"),
+         "--gpu-seats", "1", "--out", str(tmp_path / "out"),
          "--json"], capture_output=True, text=True, cwd=REPO, timeout=900, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
@@ -51,6 +53,7 @@ def test_the_batch_benchmark_runs_its_passes_and_both_checks_on_cpu(tmp_path: Pa
     assert abs(sum(result[f"share_{k}"] for k in ("compile", "references", "trials", "timing", "other")) - 1) < 1e-3
     # The batch's default gate is shared: each kernel's baselines and timed series had the device alone.
     assert result["gate_mode"] == "shared"
+    assert (result["slots_per_gpu"], result["gpu_seats"]) == (SLOTS_PER_GPU, 1)
     assert 0 < result["gpu_alone_share_cold"] < result["gate_held_share_cold"] <= 1
     alone = result["alone_vs_batch"]
     assert alone["same_verdict"] is True and alone["repeats"] == 2 and len(alone["kernel_ms_alone_runs"]) == 2

@@ -153,7 +153,8 @@ class FakeVerify:
             self.started[gpu] = self.started.get(gpu, 0) + 1
             self.most_started[gpu] = max(self.most_started.get(gpu, 0), self.started[gpu])
         time.sleep(self.seconds / 2)
-        gate = GpuGate(env["KA_GPU_GATE"])
+        # Exclusive, so a second verification on one GPU is seen; the batch's seats still apply.
+        gate = GpuGate(env["KA_GPU_GATE"], seats=int(env["KA_GPU_SEATS"]))
         gate.acquire()
         with self.lock:
             assert gpu not in self.busy, f"GPU {gpu} runs two verifications at once"
@@ -175,13 +176,13 @@ def test_local_batch_runs_each_job_once_one_at_a_time_per_gpu_after_its_build(
     monkeypatch.setattr(workers, "verify_one", fake)
     jobs = [job(f"k{i}", kernel=HONEST + f"# {i}\n") for i in range(8)] + [job("bad", kernel=MUTATING)]
     got: list[tuple[str, str]] = []
-    LocalBatch(jobs, VerifyOptions(), gpus=["0", "1"], compile_workers=3, cache=BuildCache(tmp_path, TOOLCHAIN)).run(
-        lambda f: got.append((f.job.key, f.report["status"])))
+    LocalBatch(jobs, VerifyOptions(), gpus=["0", "1"], compile_workers=3, cache=BuildCache(tmp_path, TOOLCHAIN),
+               slots=3).run(lambda f: got.append((f.job.key, f.report["status"])))
     assert sorted(k for k, _ in got) == sorted(j.key for j in jobs)
     assert dict(got)["bad"] == "failed"
     assert {state for _, _, state in fake.log} == {"built"} and sorted(calls) == sorted(j.key for j in jobs)
     assert {gpu for _, gpu, _ in fake.log} == {"0", "1"}
-    assert max(fake.most_started.values()) == workers.SLOTS_PER_GPU == 3
+    assert max(fake.most_started.values()) == 3
 
 
 def test_a_failed_build_still_goes_to_the_gpu_whose_run_decides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -67,6 +67,19 @@ def _alone_windows(report: dict[str, Any], role: str) -> list[tuple[float, float
     return [(start, min(e for e in ends if e >= start)) for start in starts]
 
 
+def _two_at_once(options: VerifyOptions, env: dict[str, str]) -> list[dict[str, Any]]:
+    """Two verifications of the honest kernel started together behind the gate ``env`` names; their reports."""
+    got: list[dict[str, Any]] = []
+    threads = [threading.Thread(target=lambda: got.append(verify_code(TASK, HONEST, "model-new", options, env=env)))
+               for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(got) == 2
+    return got
+
+
 def _gpu_work(report: dict[str, Any]) -> list[float]:
     """When the report's children sent anything but a gate request, between taking the gate and the run's exit."""
     origin = report["timeline_origin"]
@@ -76,16 +89,8 @@ def _gpu_work(report: dict[str, Any]) -> list[float]:
 
 
 def test_a_shared_gate_overlaps_untimed_work_but_never_timed_work(tmp_path: Path) -> None:
-    options = VerifyOptions(device="cpu", trials=3, shape_probe=False)
-    env = {"KA_GPU_GATE": str(tmp_path / "gpu-0.lock"), "KA_GPU_GATE_MODE": "shared"}
-    got: list[dict[str, Any]] = []
-    threads = [threading.Thread(target=lambda: got.append(verify_code(TASK, HONEST, "model-new", options, env=env)))
-               for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert len(got) == 2
+    got = _two_at_once(VerifyOptions(device="cpu", trials=3, shape_probe=False),
+                       {"KA_GPU_GATE": str(tmp_path / "gpu-0.lock"), "KA_GPU_GATE_MODE": "shared"})
     for report in got:
         # CPU-only candidates have no GPU code: not-a-kernel fails or warns, nothing else (status flagged).
         assert {n for n, c in report["checks"].items() if c["verdict"] == "fail"} <= {"not-a-kernel"}
@@ -136,6 +141,52 @@ def test_away_lets_others_have_the_gpu_and_release_ends_a_wait(tmp_path: Path) -
     waiting.join(2)
     assert not waiting.is_alive() and builder.held is None
     timed.release()
+
+
+def test_seats_bound_how_many_verifications_hold_the_gate_and_release_frees_one(tmp_path: Path) -> None:
+    path = str(tmp_path / "gpu.lock")
+    first, second, third, fourth = (GpuGate(path, "shared", seats=2) for _ in range(4))
+    assert first.acquire() and second.acquire() and first.held == second.held == "shared"
+    waiting = threading.Thread(target=third.acquire)
+    waiting.start()
+    time.sleep(0.1)
+    assert waiting.is_alive() and third.held is None, "a third verification took a gate with two seats"
+    second.release()
+    waiting.join(5)
+    assert third.held == "shared"
+    # A release from another thread ends a wait for a seat, as it ends a wait for the lock.
+    stuck = threading.Thread(target=fourth.acquire)
+    stuck.start()
+    time.sleep(0.05)
+    fourth.release()
+    stuck.join(2)
+    assert not stuck.is_alive() and fourth.held is None
+    # Seated, a verification moves between shared and alone as before.
+    third.release()
+    assert first.alone() and first.held == "alone"
+    first.release()
+
+
+def test_seats_come_from_the_environment_and_bad_values_name_the_variable(tmp_path: Path) -> None:
+    path = str(tmp_path / "gpu.lock")
+    gate = GpuGate.from_environment({"KA_GPU_GATE": path, "KA_GPU_GATE_MODE": "shared", "KA_GPU_SEATS": "4"})
+    assert (gate.mode, gate.seats) == ("shared", 4)
+    assert GpuGate.from_environment({"KA_GPU_GATE": path}).seats == 0
+    for bad in ("two", "-1", "1.5"):
+        with pytest.raises(ValueError, match="KA_GPU_SEATS"):
+            GpuGate.from_environment({"KA_GPU_GATE": path, "KA_GPU_SEATS": bad})
+
+
+def test_one_seat_keeps_two_shared_verifications_gpu_work_apart(tmp_path: Path) -> None:
+    got = _two_at_once(VerifyOptions(device="cpu", trials=2, shape_probe=False),
+                       {"KA_GPU_GATE": str(tmp_path / "gpu-0.lock"), "KA_GPU_GATE_MODE": "shared", "KA_GPU_SEATS": "1"})
+    spans = []
+    for report in got:
+        assert report["status"] == "flagged" and report["gate"] == {"mode": "shared"}, report.get("error")
+        origin = report["timeline_origin"]
+        spans.append((origin + _mark(report, "parent", "gpu-gate"), origin + _mark(report, "run", "exit")))
+    first, second = sorted(spans)
+    assert second[0] >= first[1] - 0.05, spans
 
 
 def test_in_the_exclusive_mode_every_hold_is_alone_and_away_keeps_it(tmp_path: Path) -> None:

@@ -4,10 +4,11 @@ Builds run in a thread pool (each build is its own process group, ``build_cache.
 ``slots`` threads (default ``SLOTS_PER_GPU``); each takes, in plan order, the first job whose build has
 finished (tried: a failed prebuild still goes to the GPU, whose own compile step then decides) and runs the
 eval script with ``CUDA_VISIBLE_DEVICES`` set to that GPU and ``KA_GPU_GATE`` naming the GPU's lock file.
-The script holds that lock (``verify.harness.gate.GpuGate``) from its first GPU work to its last; in the
-``shared`` mode (``BATCH_GATE_MODE``) untimed GPU work of several verifications overlaps and each timed series
-has the GPU alone, in the ``exclusive`` mode one GPU never runs two verifications' GPU work at once. Either
-way the other slots' processes start, import torch or judge meanwhile. ``KA_BASELINE_CACHE`` names the GPU's
+The script holds that lock (``verify.harness.gate.GpuGate``) from its first GPU work to its last, and one of
+the GPU's ``GPU_SEATS`` seats with it; in the ``shared`` mode (``BATCH_GATE_MODE``) untimed GPU work of the
+seated verifications overlaps and each timed series has the GPU alone, in the ``exclusive`` mode one GPU never
+runs two verifications' GPU work at once. Either way the scripts without a seat start their processes, import
+torch or judge meanwhile. ``KA_BASELINE_CACHE`` names the GPU's
 baseline folder, so a task's baselines are measured once per GPU (``verify.harness.parent.BaselineCache``);
 the script's isolation (trusted child, candidate children, parent judging) is exactly the single kernel's.
 Reports come back to the calling thread, which hands each to ``on_result`` as it arrives (the archive write
@@ -39,10 +40,17 @@ if TYPE_CHECKING:
 
 
 SLOTS_PER_GPU = 3
-"""Verifications started at once per GPU. Each holds the GPU's gate only for its GPU work; the others start their
-processes (4-6 s) or judge meanwhile. CUDA-L1's median gate hold is about 5 s on an H100, so two slots kept the
+"""Eval scripts running at once per GPU. Each holds the GPU's gate only for its GPU work; the others start their
+processes (4-15 s) or judge meanwhile. CUDA-L1's median gate hold is about 5 s on an H100, so two slots kept the
 gate held 71% of the time, three 89%, four 95% (docs/verify-batch.md, session 12); a fourth slot's processes
 disturbed host-bound timings more."""
+
+GPU_SEATS = 3
+"""Verifications holding one GPU's gate at once (``verify.harness.gate.GpuGate`` seats); ``KA_GPU_SEATS`` in the
+batch's environment overrides it. With more scripts than seats (``--slots-per-gpu``) the others start their
+processes or judge while the seated ones use the GPU: in session 17's batch of 50 a script spent 15 s on average
+before its first GPU work and 8 s after its last, of 48 s. Three seats is the GPU concurrency whose timings
+were checked against the same kernels verified alone (docs/verify-batch.md)."""
 
 
 def parse_gpus(spec: str | int | None) -> list[str]:
@@ -69,8 +77,8 @@ def visible_gpus() -> list[str]:
     return [line.strip() for line in out.splitlines() if line.strip()]
 
 
-def default_compile_workers(gpus: int = 1, slots: int = SLOTS_PER_GPU) -> int:
-    """Builds at once: one per core left after the GPU slots' own processes.
+def default_compile_workers(gpus: int = 1, seats: int = GPU_SEATS) -> int:
+    """Builds at once: one per core left after the GPU seats' own processes.
 
     Most kernels are one translation unit (a ``.cu``), so a build mostly keeps one core busy; the builds run
     at a lower priority (``build_cache.BUILD_NICE``), so a verification's processes get the cores they need
@@ -82,7 +90,7 @@ def default_compile_workers(gpus: int = 1, slots: int = SLOTS_PER_GPU) -> int:
         True
     """
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 2)
-    return max(1, cores - slots * gpus)
+    return max(1, cores - seats * gpus)
 
 
 BATCH_GATE_MODE = "shared"
@@ -91,11 +99,25 @@ and gives every timed series the GPU alone; ``exclusive`` gives each verificatio
 ``KA_GPU_GATE_MODE`` in the batch's environment overrides it."""
 
 
+def gpu_seats() -> int:
+    """Seats per GPU: ``KA_GPU_SEATS`` if set, else ``GPU_SEATS``.
+
+    Example:
+        >>> gpu_seats() >= 1
+        True
+    """
+    value = os.environ.get("KA_GPU_SEATS") or str(GPU_SEATS)
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"KA_GPU_SEATS must be a whole number of at least 1, not {value!r}")
+    return int(value)
+
+
 def gate_environment(folder: str, key: str, gpu: str, mode: str | None = None) -> dict[str, str]:
-    """What the eval script needs to share one GPU of a batch: its gate, the gate's mode and baseline folder.
+    """What the eval script needs to share one GPU of a batch: its gate, the gate's mode and seats, and the
+    baseline folder.
 
     ``key`` signs the shared baselines; it reaches the script's parent only, never a child. ``mode`` defaults
-    to ``KA_GPU_GATE_MODE``, else ``BATCH_GATE_MODE``.
+    to ``KA_GPU_GATE_MODE``, else ``BATCH_GATE_MODE``; the seats to ``KA_GPU_SEATS``, else ``GPU_SEATS``.
 
     Example:
         >>> sorted(gate_environment("batch", "secret", "0").items())[:2]
@@ -103,6 +125,7 @@ def gate_environment(folder: str, key: str, gpu: str, mode: str | None = None) -
     """
     return {"KA_GPU_GATE": os.path.join(folder, f"gpu-{gpu}.lock"),
             "KA_GPU_GATE_MODE": mode or os.environ.get("KA_GPU_GATE_MODE") or BATCH_GATE_MODE,
+            "KA_GPU_SEATS": str(gpu_seats()),
             "KA_BASELINE_CACHE": os.path.join(folder, f"baselines-gpu-{gpu}"), "KA_BASELINE_KEY": key}
 
 

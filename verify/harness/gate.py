@@ -6,7 +6,9 @@ mode a verification holds the GPU alone from its first GPU work to its last. In 
 trials, probes) shares the GPU, and a child asks for the GPU alone (``alone_on_gpu``) around everything a
 verdict reads as a time: the baselines, the trivial-kernel overheads, the candidate's timed series and the
 profiled calls whose kernel durations the judge compares. A writer-first turnstile (a second lock file)
-keeps a waiting timed series from being starved by a stream of untimed work.
+keeps a waiting timed series from being starved by a stream of untimed work. With ``seats``
+(``KA_GPU_SEATS``) at most that many verifications hold the gate at once, in either mode: a batch starts more
+eval scripts than that, and the others start their processes or judge meanwhile.
 
 Example:
     >>> gate = GpuGate(None)
@@ -34,6 +36,9 @@ GATE_POLL_S = 0.002
 """How often a waiting gate tries its lock again. Polling (not a blocking ``flock``) lets ``release`` from
 another thread end a wait at once, and costs nothing measurable at this rate."""
 
+SEAT_POLL_S = 0.01
+"""How often a verification waiting for a seat tries the seats' lock files again."""
+
 GATE_REQUESTS = 64
 """Requests a child may make. An honest run child makes four and two per JIT build; after this many every
 request is answered with the GPU alone, which is the ``exclusive`` mode's behaviour."""
@@ -42,7 +47,8 @@ request is answered with the GPU alone, which is the ``exclusive`` mode's behavi
 class GpuGate:
     """A reader-writer lock on one GPU's lock file, safe to call from the parent's threads.
 
-    ``acquire`` takes the mode's hold (``exclusive``: alone; ``shared``: beside other untimed work);
+    ``acquire`` takes a seat (with ``seats``: one of that many lock files beside the gate's, held until
+    ``release``), then the mode's hold (``exclusive``: alone; ``shared``: beside other untimed work);
     ``alone`` and ``shared`` move between the two, ``away`` lets go while a child only builds, and
     ``release`` ends it (later calls do nothing). Without a path every call succeeds and holds nothing.
 
@@ -57,11 +63,15 @@ class GpuGate:
         >>> a.release()
     """
 
-    def __init__(self, path: str | None, mode: str = "exclusive") -> None:
+    def __init__(self, path: str | None, mode: str = "exclusive", seats: int = 0) -> None:
         if mode not in GATE_MODES:
             raise ValueError(f"KA_GPU_GATE_MODE must be one of {', '.join(GATE_MODES)}, not {mode!r}")
+        if seats < 0:
+            raise ValueError(f"KA_GPU_SEATS must be 0 (no limit) or more, not {seats}")
         self.path = path
         self.mode = mode
+        self.seats = seats
+        self._seat_fd: int | None = None
         self.held: str | None = None
         self._fds: tuple[int, int] | None = None
         self._turn_held = False
@@ -70,9 +80,12 @@ class GpuGate:
 
     @classmethod
     def from_environment(cls, environ: dict[str, str] | None = None) -> GpuGate:
-        """The gate ``KA_GPU_GATE`` and ``KA_GPU_GATE_MODE`` describe (none without a path)."""
+        """The gate ``KA_GPU_GATE``, ``KA_GPU_GATE_MODE`` and ``KA_GPU_SEATS`` describe (none without a path)."""
         environ = dict(os.environ) if environ is None else environ
-        return cls(environ.get("KA_GPU_GATE") or None, environ.get("KA_GPU_GATE_MODE") or "exclusive")
+        seats = environ.get("KA_GPU_SEATS") or "0"
+        if not seats.isdigit():
+            raise ValueError(f"KA_GPU_SEATS must be a whole number, not {seats!r}")
+        return cls(environ.get("KA_GPU_GATE") or None, environ.get("KA_GPU_GATE_MODE") or "exclusive", int(seats))
 
     @property
     def sharing(self) -> bool:
@@ -80,7 +93,10 @@ class GpuGate:
         return bool(self.path) and self.mode == "shared"
 
     def acquire(self) -> bool:
-        """Take this mode's hold: the GPU alone (``exclusive``) or beside others' untimed work (``shared``)."""
+        """Take a seat if the gate has seats, then this mode's hold: the GPU alone (``exclusive``) or beside
+        others' untimed work (``shared``). False once released."""
+        if self.path and self.seats and not self._seat():
+            return False
         return self.alone() if self.mode == "exclusive" else self.shared()
 
     def alone(self) -> bool:
@@ -135,6 +151,9 @@ class GpuGate:
                 for fd in self._fds:
                     os.close(fd)
                 self._fds = None
+            if self._seat_fd is not None:
+                os.close(self._seat_fd)
+                self._seat_fd = None
             self.held = None
             self._turn_held = False
 
@@ -149,6 +168,30 @@ class GpuGate:
                 self._let_turn_go()
             self.held = "shared" if how == "shared" else "alone"
         return True
+
+    def _seat(self) -> bool:
+        """Wait for one of the seats' lock files (``<path>.seat-<i>``) and keep it; False once released."""
+        import fcntl
+
+        assert self.path
+        fds = [os.open(f"{self.path}.seat-{i}", os.O_RDWR | os.O_CREAT, 0o600) for i in range(self.seats)]
+        try:
+            while True:
+                with self._lock:
+                    if self._closed:
+                        return False
+                    for fd in fds:
+                        try:
+                            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        except BlockingIOError:
+                            continue
+                        fds.remove(fd)
+                        self._seat_fd = fd
+                        return True
+                time.sleep(SEAT_POLL_S)
+        finally:
+            for fd in fds:
+                os.close(fd)
 
     def _files(self) -> tuple[int, int]:
         if self._fds is None:

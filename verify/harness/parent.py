@@ -496,7 +496,7 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
     gate = GpuGate.from_environment()
     report = _verify(args, embedded, script, gate)
     if gate.sharing and out_of_memory(report):
-        report = _verify(args, embedded, script, GpuGate(gate.path, "exclusive"))
+        report = _verify(args, embedded, script, GpuGate(gate.path, "exclusive", gate.seats))
         report["gate"] = {"mode": "exclusive", "rerun": "out of GPU memory while sharing the GPU"}
     return report
 

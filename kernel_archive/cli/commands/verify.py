@@ -58,7 +58,8 @@ Examples:
 
 Batches (any selection: --source, --task, --level, --category, --tag, --hand-written, --search, --all)
 run as a pipeline: kernels are built on every CPU core into a shared build cache, verified several at a
-time on each GPU (their untimed work overlaps; every timed series has the GPU to itself;
+time on each GPU (--slots-per-gpu; at most KA_GPU_SEATS of them, default 3, on the GPU at once, any others
+starting up or judging meanwhile; their untimed work overlaps; every timed series has the GPU to itself;
 KA_GPU_GATE_MODE=exclusive gives each verification the GPU alone throughout), stored as each finishes, and
 skipped when already verified by this harness version (so an interrupted batch resumes; --force verifies
 again). --ray ADDRESS runs the same on a Ray cluster.
@@ -89,10 +90,10 @@ def verify(
     gpus: Annotated[str | None, typer.Option("--gpus", help="Batch: GPUs to use, a count or ids (0,2); default every visible one.")] = None,
     compile_workers: Annotated[
         int | None, typer.Option("--compile-workers", min=1,
-                                 help="Batch: builds at once (default: one per core left after the GPU slots).")] = None,
+                                 help="Batch: builds at once (default: one per core left after the GPU seats).")] = None,
     slots_per_gpu: Annotated[
         int | None, typer.Option("--slots-per-gpu", min=1,
-                                 help="Batch: verifications started at once per GPU; their GPU work takes turns "
+                                 help="Batch: eval scripts running at once per GPU, KA_GPU_SEATS of them on the GPU "
                                       "(default 3).")] = None,
     build_cache: Annotated[
         str | None, typer.Option("--build-cache", help="Batch: build cache folder (default ~/.cache/kernel-archive/builds).")
