@@ -101,7 +101,7 @@ def test_slots_per_gpu_reaches_the_batch_and_its_help_names_the_default(runner: 
     assert seen == [(1, 2), (workers.SLOTS_PER_GPU, workers.default_compile_workers(1, workers.GPU_SEATS))]
     assert runner.invoke(app, [*base, "--slots-per-gpu", "0"]).exit_code == 2
     help_text = " ".join(runner.invoke(app, ["verify", "--help"]).output.replace("│", " ").split())
-    assert f"KA_GPU_SEATS of them on the GPU (default {workers.SLOTS_PER_GPU})" in help_text
+    assert f"at most KA_GPU_SEATS of them on the GPU (default {workers.SLOTS_PER_GPU})" in help_text
     assert f"at most KA_GPU_SEATS of them, default {workers.GPU_SEATS}, on the GPU at once" in help_text
 
 

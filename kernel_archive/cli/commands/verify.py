@@ -93,8 +93,8 @@ def verify(
                                  help="Batch: builds at once (default: one per core left after the GPU seats).")] = None,
     slots_per_gpu: Annotated[
         int | None, typer.Option("--slots-per-gpu", min=1,
-                                 help="Batch: eval scripts running at once per GPU, KA_GPU_SEATS of them on the GPU "
-                                      "(default 3).")] = None,
+                                 help="Batch: eval scripts running at once per GPU, at most KA_GPU_SEATS of them "
+                                      "on the GPU (default 3).")] = None,
     build_cache: Annotated[
         str | None, typer.Option("--build-cache", help="Batch: build cache folder (default ~/.cache/kernel-archive/builds).")
     ] = None,
