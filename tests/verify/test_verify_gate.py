@@ -22,30 +22,12 @@ def _mark(report: dict[str, Any], role: str, event: str) -> float:
 
 
 def test_two_verifications_sharing_a_gate_take_the_device_one_after_the_other(tmp_path: Path) -> None:
-    options = VerifyOptions(device="cpu", trials=2, shape_probe=False)
-    gate = {"KA_GPU_GATE": str(tmp_path / "gpu-0.lock")}
-    got: list[dict[str, Any]] = []
-
-    def verify() -> None:
-        got.append(verify_code(TASK, HONEST, "model-new", options, env=gate))
-
-    threads = [threading.Thread(target=verify) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    spans = []
+    got = _two_at_once(VerifyOptions(device="cpu", trials=2, shape_probe=False),
+                       {"KA_GPU_GATE": str(tmp_path / "gpu-0.lock")})
     for report in got:
         assert report["status"] in ("passed", "flagged"), report.get("error")
-        gated = _mark(report, "parent", "gpu-gate")
-        assert _mark(report, "trusted", "mark:gpu-ours") >= gated
-        # The timelines' origin is the system-wide monotonic clock, so the two scripts' spans compare exactly
-        # (timing them from this process's start of each call put a loaded machine's start-up in the margin).
-        origin = report["timeline_origin"]
-        spans.append((origin + gated, origin + _mark(report, "run", "exit")))
-    first, second = sorted(spans)
-    # The run child's exit is read a few milliseconds after the gate is released.
-    assert second[0] >= first[1] - 0.05, spans
+        assert _mark(report, "trusted", "mark:gpu-ours") >= _mark(report, "parent", "gpu-gate")
+    _one_after_the_other(got)
 
 
 def test_behind_the_gate_a_kernel_that_needs_the_gpu_at_import_is_compiled_again_with_it(tmp_path: Path) -> None:
@@ -78,6 +60,17 @@ def _two_at_once(options: VerifyOptions, env: dict[str, str]) -> list[dict[str, 
         thread.join()
     assert len(got) == 2
     return got
+
+
+def _one_after_the_other(reports: list[dict[str, Any]]) -> None:
+    """Assert the two reports' GPU spans (taking the gate to the run child's exit) do not overlap."""
+    # The timelines' origin is the system-wide monotonic clock, so the two scripts' spans compare exactly
+    # (timing them from this process's start of each call put a loaded machine's start-up in the margin).
+    spans = [(r["timeline_origin"] + _mark(r, "parent", "gpu-gate"), r["timeline_origin"] + _mark(r, "run", "exit"))
+             for r in reports]
+    first, second = sorted(spans)
+    # The run child's exit is read a few milliseconds after the gate is released.
+    assert second[0] >= first[1] - 0.05, spans
 
 
 def _gpu_work(report: dict[str, Any]) -> list[float]:
@@ -180,13 +173,9 @@ def test_seats_come_from_the_environment_and_bad_values_name_the_variable(tmp_pa
 def test_one_seat_keeps_two_shared_verifications_gpu_work_apart(tmp_path: Path) -> None:
     got = _two_at_once(VerifyOptions(device="cpu", trials=2, shape_probe=False),
                        {"KA_GPU_GATE": str(tmp_path / "gpu-0.lock"), "KA_GPU_GATE_MODE": "shared", "KA_GPU_SEATS": "1"})
-    spans = []
     for report in got:
         assert report["status"] == "flagged" and report["gate"] == {"mode": "shared"}, report.get("error")
-        origin = report["timeline_origin"]
-        spans.append((origin + _mark(report, "parent", "gpu-gate"), origin + _mark(report, "run", "exit")))
-    first, second = sorted(spans)
-    assert second[0] >= first[1] - 0.05, spans
+    _one_after_the_other(got)
 
 
 def test_in_the_exclusive_mode_every_hold_is_alone_and_away_keeps_it(tmp_path: Path) -> None:

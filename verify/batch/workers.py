@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from verify.batch.build_cache import BuildCache, BuildResult, stop_prebuilds
+from verify.harness.gate import parse_seats
 from verify.runner import BatchStopped, VerifyError, VerifyOptions, verify_code
 
 if TYPE_CHECKING:
@@ -106,10 +107,10 @@ def gpu_seats() -> int:
         >>> gpu_seats() >= 1
         True
     """
-    value = os.environ.get("KA_GPU_SEATS") or str(GPU_SEATS)
-    if not value.isdigit() or int(value) < 1:
-        raise ValueError(f"KA_GPU_SEATS must be a whole number of at least 1, not {value!r}")
-    return int(value)
+    seats = parse_seats(os.environ.get("KA_GPU_SEATS") or str(GPU_SEATS))
+    if seats < 1:
+        raise ValueError("KA_GPU_SEATS must be at least 1 in a batch, not 0")
+    return seats
 
 
 def gate_environment(folder: str, key: str, gpu: str, mode: str | None = None) -> dict[str, str]:

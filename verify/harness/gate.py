@@ -44,6 +44,19 @@ GATE_REQUESTS = 64
 request is answered with the GPU alone, which is the ``exclusive`` mode's behaviour."""
 
 
+def parse_seats(value: str | None) -> int:
+    """``KA_GPU_SEATS`` as a number of seats; unset or empty is 0, no limit.
+
+    Example:
+        >>> parse_seats("4"), parse_seats(None)
+        (4, 0)
+    """
+    value = value or "0"
+    if not value.isdigit():
+        raise ValueError(f"KA_GPU_SEATS must be a whole number, not {value!r}")
+    return int(value)
+
+
 class GpuGate:
     """A reader-writer lock on one GPU's lock file, safe to call from the parent's threads.
 
@@ -82,10 +95,8 @@ class GpuGate:
     def from_environment(cls, environ: dict[str, str] | None = None) -> GpuGate:
         """The gate ``KA_GPU_GATE``, ``KA_GPU_GATE_MODE`` and ``KA_GPU_SEATS`` describe (none without a path)."""
         environ = dict(os.environ) if environ is None else environ
-        seats = environ.get("KA_GPU_SEATS") or "0"
-        if not seats.isdigit():
-            raise ValueError(f"KA_GPU_SEATS must be a whole number, not {seats!r}")
-        return cls(environ.get("KA_GPU_GATE") or None, environ.get("KA_GPU_GATE_MODE") or "exclusive", int(seats))
+        return cls(environ.get("KA_GPU_GATE") or None, environ.get("KA_GPU_GATE_MODE") or "exclusive",
+                   parse_seats(environ.get("KA_GPU_SEATS")))
 
     @property
     def sharing(self) -> bool:
