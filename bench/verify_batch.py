@@ -14,6 +14,8 @@ at once (``slots_per_gpu``, ``gpu_seats``).
 ``--gate-mode`` picks how verifications share a GPU (``verify.harness.gate``); ``gate_held_share_cold`` is the
 share of the cold pass a GPU's gate was held at all, ``gpu_alone_share_cold`` held alone (timed work, or the
 whole hold in the exclusive mode), averaged over the GPUs (``verify.batch.stats.gpu_occupancy``).
+``alone_wait_mean_s_cold`` and ``alone_wait_median_s_cold``: how long a kernel waited in all for the GPU alone
+(``verify.batch.stats.alone_waits``).
 
     python tests/gpu/copy_gpu_data.py                       # once, where ../shared/data exists
     python bench/verify_batch.py --limit 8 --budget-s 200 --json
@@ -61,7 +63,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from verify.batch.stats import BatchStats, gpu_occupancy  # noqa: E402
+from verify.batch.stats import BatchStats, alone_waits, gpu_occupancy  # noqa: E402
 from verify.batch.workers import BATCH_GATE_MODE, SLOTS_PER_GPU, gpu_seats  # noqa: E402
 from verify.harness.gate import GATE_MODES  # noqa: E402
 from verify.pipeline import VerifyJob, verify_jobs  # noqa: E402
@@ -455,6 +457,7 @@ def main() -> int:
         "gate_mode": os.environ.get("KA_GPU_GATE_MODE") or BATCH_GATE_MODE,
         "slots_per_gpu": args.slots_per_gpu or SLOTS_PER_GPU, "gpu_seats": gpu_seats(),
         **{f"{k}_cold": v for k, v in gpu_occupancy(list(cold.reports.values())).items()},
+        **{f"{k}_cold": v for k, v in alone_waits(list(cold.reports.values())).items()},
     }
     if args.scaling:
         result["scaling"] = scaling(args, finished, options, cache)

@@ -55,6 +55,7 @@ def test_the_batch_benchmark_runs_its_passes_and_both_checks_on_cpu(tmp_path: Pa
     assert result["gate_mode"] == "shared"
     assert (result["slots_per_gpu"], result["gpu_seats"]) == (SLOTS_PER_GPU, 1)
     assert 0 < result["gpu_alone_share_cold"] < result["gate_held_share_cold"] <= 1
+    assert 0 <= result["alone_wait_median_s_cold"] < 60 and 0 <= result["alone_wait_mean_s_cold"] < 60
     alone = result["alone_vs_batch"]
     assert alone["same_verdict"] is True and alone["repeats"] == 2 and len(alone["kernel_ms_alone_runs"]) == 2
     assert len((tmp_path / "out" / "reports-alone.jsonl").read_text().splitlines()) == 2

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from batch_testing import HONEST, TASK
 
-from verify.harness.gate import GATE_REQUESTS, GateKeeper, GpuGate
+from verify.harness.common import wait_until
+from verify.harness.gate import GATE_REQUESTS, GATE_YIELDS, GateKeeper, GpuGate
 from verify.harness.parent import ChildProcess
 from verify.runner import VerifyOptions, verify_code
 
@@ -119,6 +120,136 @@ def test_a_shared_gate_gives_way_to_a_waiting_timed_series(tmp_path: Path) -> No
     assert second.held == "shared"
     for gate in (first, second, timed):
         gate.release()
+
+
+def _wait_for_alone(gate: GpuGate, beside: GpuGate) -> threading.Thread:
+    """``gate.alone()`` in a thread, once ``beside`` (holding the gate shared) sees it waiting."""
+    waiting = threading.Thread(target=gate.alone)
+    waiting.start()
+    assert wait_until(beside.writer_waiting, 10), "the timed series never queued"
+    return waiting
+
+
+def test_a_sharer_gives_way_to_a_waiting_timed_series_then_shares_again(tmp_path: Path) -> None:
+    path = str(tmp_path / "gpu.lock")
+    first, other, timed = GpuGate(path, "shared"), GpuGate(path, "shared"), GpuGate(path, "shared")
+    assert first.acquire() and other.acquire()
+    # Nobody waits: giving way keeps the hold and returns at once.
+    assert not first.writer_waiting() and first.give_way() and first.held == "shared"
+    waiting = _wait_for_alone(timed, first)
+    assert other.writer_waiting() and not timed.writer_waiting()
+    giving = threading.Thread(target=first.give_way)
+    giving.start()
+    assert wait_until(lambda: first.held is None, 10)
+    # One sharer gave way; the timed series still waits for the other, which has not reached a yield point.
+    assert first.held is None and timed.held is None
+    assert other.held == "shared"
+    threading.Thread(target=other.give_way).start()
+    waiting.join(5)
+    assert timed.held == "alone" and first.held is None and other.held is None
+    time.sleep(0.05)
+    assert first.held is None, "back beside a timed series"
+    assert timed.shared()
+    giving.join(5)
+    assert first.held == "shared" and not first.writer_waiting()
+    for gate in (first, other, timed):
+        gate.release()
+    assert not first.give_way(), "a released gate holds nothing after giving way"
+
+
+def test_a_verification_gives_way_to_timed_series_mid_phase_and_keeps_its_verdict(tmp_path: Path) -> None:
+    path, calls = str(tmp_path / "gpu-0.lock"), tmp_path / "calls"
+    # The candidate logs each call on the system-wide monotonic clock, which the neighbour below also reads:
+    # the parent reads a yielding child's messages only after it is back, so they cannot show when it ran.
+    logging = HONEST.replace("return torch.relu(self.lin(x))",
+                             f"import time\n        with open({str(calls)!r}, 'a') as log:\n"
+                             "            log.write(repr(time.monotonic()) + chr(10))\n"
+                             "        return torch.relu(self.lin(x))")
+    windows: list[tuple[float, float]] = []
+    done = threading.Event()
+
+    def timed_series() -> None:
+        # Another verification timing its kernel every 0.1 s, for 0.05 s each, until this one is over.
+        gate = GpuGate(path, "shared")
+        gate.acquire()
+        while not done.is_set():
+            gate.alone()
+            start = time.monotonic()
+            time.sleep(0.05)
+            windows.append((start, time.monotonic()))
+            gate.shared()
+            time.sleep(0.05)
+        gate.release()
+
+    neighbour = threading.Thread(target=timed_series)
+    neighbour.start()
+    try:
+        report = verify_code(TASK, logging, "model-new", VerifyOptions(device="cpu", trials=5, shape_probe=False),
+                             env={"KA_GPU_GATE": path, "KA_GPU_GATE_MODE": "shared"})
+    finally:
+        done.set()
+        neighbour.join(10)
+    assert {n for n, c in report["checks"].items() if c["verdict"] == "fail"} <= {"not-a-kernel"}
+    assert report["status"] == "flagged"
+    yields = [e for _, r, e in report["timeline"] if r == "parent" and e == "gate:run:yield"]
+    assert yields, "no yield point in the trials let the neighbour's timed series go first"
+    assert not [e for _, r, e in report["timeline"] if e == "gate:yield"], "a child's yield points in the timeline"
+    called = [float(line) for line in calls.read_text().split()]
+    assert len(called) > 10 and len(windows) > 3
+    for start, end in windows:
+        inside = [t for t in called if start < t < end]
+        assert not inside, (start, end, inside)
+
+
+def test_giving_way_is_a_no_op_without_a_shared_hold(tmp_path: Path) -> None:
+    path = str(tmp_path / "gpu.lock")
+    exclusive, timed = GpuGate(path), GpuGate(path, "shared")
+    assert exclusive.acquire() and not exclusive.writer_waiting() and exclusive.give_way()
+    assert exclusive.held == "alone"
+    exclusive.release()
+    assert GpuGate(None).give_way() and not GpuGate(None).writer_waiting()
+    assert timed.acquire() and timed.alone() and not timed.writer_waiting() and timed.held == "alone"
+    timed.release()
+
+
+def test_the_keeper_lets_a_yield_go_first_only_when_a_timed_series_waits(tmp_path: Path) -> None:
+    path = str(tmp_path / "gpu.lock")
+    gate, timed = GpuGate(path, "shared"), GpuGate(path, "shared")
+    gate.acquire()
+    frozen: list[bool] = []
+    keeper = GateKeeper(gate, str(tmp_path / "grant"), "run", freeze=frozen.append)
+    assert keeper.handle({"kind": "gate", "which": "yield", "n": 1}) == "yield"
+    assert (tmp_path / "grant-1").exists() and keeper.marks == [] and frozen == [] and gate.held == "shared"
+    waiting = _wait_for_alone(timed, gate)
+    answered = threading.Thread(target=keeper.handle, args=({"kind": "gate", "which": "yield", "n": 2},))
+    answered.start()
+    waiting.join(5)
+    assert timed.held == "alone" and not (tmp_path / "grant-2").exists() and frozen == [True]
+    timed.release()
+    answered.join(5)
+    assert (tmp_path / "grant-2").exists() and frozen == [True, False] and gate.held == "shared"
+    assert [e for _, e in keeper.marks] == ["gate:run:yield", "gate:run:shared"]
+    # Yields are not requests: past GATE_REQUESTS of them the gate still shares.
+    for number in range(10, 10 + GATE_REQUESTS):
+        keeper.handle({"kind": "gate", "which": "yield", "n": number})
+    assert keeper.handle({"kind": "gate", "which": "shared", "n": 98}) == "shared" and gate.held == "shared"
+    gate.release()
+
+
+def test_past_its_yields_a_child_keeps_the_gpu_as_before_yields(tmp_path: Path) -> None:
+    path = str(tmp_path / "gpu.lock")
+    gate, timed = GpuGate(path, "shared"), GpuGate(path, "shared")
+    gate.acquire()
+    keeper = GateKeeper(gate, str(tmp_path / "grant"), "run")
+    for number in range(GATE_YIELDS):
+        keeper.handle({"kind": "gate", "which": "yield", "n": number})
+    waiting = _wait_for_alone(timed, gate)
+    assert keeper.handle({"kind": "gate", "which": "yield", "n": 999}) == "yield"
+    assert gate.held == "shared" and timed.held is None and keeper.marks == []
+    gate.release()
+    waiting.join(5)
+    assert timed.held == "alone"
+    timed.release()
 
 
 def test_away_lets_others_have_the_gpu_and_release_ends_a_wait(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -185,6 +186,39 @@ def gpu_occupancy(reports: list[dict[str, Any]]) -> dict[str, float | None]:
         return {"gate_held_share": None, "gpu_alone_share": None}
     return {"gate_held_share": round(sum(held_shares) / len(held_shares), 4),
             "gpu_alone_share": round(sum(alone_shares) / len(alone_shares), 4)}
+
+
+def alone_waits(reports: list[dict[str, Any]]) -> dict[str, float | None]:
+    """How long a kernel waited for the GPU alone, in all, over the shared-mode reports: mean and median seconds.
+
+    Each wait runs from a child's request (its ``gate:alone`` message) to its parent's grant (the next
+    ``gate:<role>:alone`` mark); the waits of one kernel add up. It is what other verifications' untimed work
+    and timed series cost this kernel's timed work (``verify.harness.gate``, yield points).
+
+    Example:
+        >>> shared = {"gate": {"mode": "shared"}, "timeline": [[1, "trusted", "gate:alone"],
+        ...           [3, "parent", "gate:trusted:alone"], [5, "run", "gate:alone"], [5.5, "parent", "gate:run:alone"]]}
+        >>> alone_waits([shared, {"gate": {"mode": "exclusive"}, "timeline": []}])
+        {'alone_wait_mean_s': 2.5, 'alone_wait_median_s': 2.5}
+    """
+    totals = []
+    for report in reports:
+        if (report.get("gate") or {}).get("mode") != "shared" or not report.get("timeline"):
+            continue
+        asked: dict[str, float] = {}
+        total = 0.0
+        for t, role, event in report["timeline"]:
+            if role in ("trusted", "run") and event == "gate:alone":
+                asked[role] = float(t)
+            elif role == "parent" and event.startswith("gate:") and event.endswith(":alone"):
+                start = asked.pop(event.split(":")[1], None)
+                if start is not None:
+                    total += float(t) - start
+        totals.append(total)
+    if not totals:
+        return {"alone_wait_mean_s": None, "alone_wait_median_s": None}
+    return {"alone_wait_mean_s": round(statistics.fmean(totals), 3),
+            "alone_wait_median_s": round(statistics.median(totals), 3)}
 
 
 def duration(seconds: float) -> str:

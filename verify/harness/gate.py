@@ -6,7 +6,8 @@ mode a verification holds the GPU alone from its first GPU work to its last. In 
 trials, probes) shares the GPU, and a child asks for the GPU alone (``alone_on_gpu``) around everything a
 verdict reads as a time: the baselines, the trivial-kernel overheads, the candidate's timed series and the
 profiled calls whose kernel durations the judge compares. A writer-first turnstile (a second lock file)
-keeps a waiting timed series from being starved by a stream of untimed work. With ``seats``
+keeps a waiting timed series from being starved by a stream of untimed work, and children offer it the GPU
+between pieces of untimed work (``yield_point``), so it waits for one piece, not for a whole phase. With ``seats``
 (``KA_GPU_SEATS``) at most that many verifications hold the gate at once, in either mode: a batch starts more
 eval scripts than that, and the others start their processes or judge meanwhile.
 
@@ -43,6 +44,11 @@ GATE_REQUESTS = 64
 """Requests a child may make. An honest run child makes four and two per JIT build; after this many every
 request is answered with the GPU alone, which is the ``exclusive`` mode's behaviour."""
 
+GATE_YIELDS = 256
+"""Yield points a child may offer (``yield_point``). An honest run child offers one per trial variant and
+probe (under 40), a trusted child one per reference; past this many a yield is answered without letting go,
+which is how the gate behaved before it had yields."""
+
 
 def parse_seats(value: str | None) -> int:
     """``KA_GPU_SEATS`` as a number of seats; unset or empty is 0, no limit.
@@ -62,8 +68,9 @@ class GpuGate:
 
     ``acquire`` takes a seat (with ``seats``: one of that many lock files beside the gate's, held until
     ``release``), then the mode's hold (``exclusive``: alone; ``shared``: beside other untimed work);
-    ``alone`` and ``shared`` move between the two, ``away`` lets go while a child only builds, and
-    ``release`` ends it (later calls do nothing). Without a path every call succeeds and holds nothing.
+    ``alone`` and ``shared`` move between the two, ``away`` lets go while a child only builds,
+    ``give_way`` lets a waiting timed series go first, and ``release`` ends it (later calls do nothing).
+    Without a path every call succeeds and holds nothing.
 
     Example:
         >>> import tempfile, os
@@ -154,6 +161,37 @@ class GpuGate:
             self._let_turn_go()
             self.held = None
 
+    def writer_waiting(self) -> bool:
+        """Whether another verification waits for the GPU alone while this one shares it.
+
+        A waiting writer holds the turnstile while the readers drain; a reader passing through it holds it
+        for an instant, which at worst makes one ``give_way`` let go and come straight back.
+        """
+        if not self.sharing:
+            return False
+        with self._lock:
+            if self._closed or self.held != "shared" or self._turn_held:
+                return False
+            if self._flock(1, "exclusive", block=False):
+                self._flock(1, "unlock")
+                return False
+            return True
+
+    def give_way(self) -> bool:
+        """Let go of a shared hold while another verification's timed series waits, then share again.
+
+        Returns whether the gate is held (shared) afterwards: False only once released. Without a waiting
+        writer it returns at once, still holding.
+        """
+        if not self.writer_waiting():
+            return not self._closed
+        with self._lock:
+            if self._closed or self.held != "shared":
+                return not self._closed
+            self._flock(0, "unlock")
+            self.held = None
+        return self._take("shared")
+
     def release(self) -> None:
         """Let every other verification have the GPU (closing the files drops the locks); idempotent."""
         with self._lock:
@@ -241,9 +279,11 @@ class GpuGate:
 class GateKeeper:
     """The parent's side of a child's requests: move the gate as asked, then answer with a grant file.
 
-    A child sends ``{"kind": "gate", "which": "alone" | "shared" | "away", "n": N}`` and waits for the file
-    ``<grants>-N``. A candidate's run child is frozen (``SIGSTOP`` to its process group) while its parent
-    waits for the GPU, so it cannot put work on a GPU another verification is timing on.
+    A child sends ``{"kind": "gate", "which": "alone" | "shared" | "away" | "yield", "n": N}`` and waits for
+    the file ``<grants>-N``. A candidate's run child is frozen (``SIGSTOP`` to its process group) while its
+    parent waits for the GPU, so it cannot put work on a GPU another verification is timing on. A ``yield``
+    lets a waiting timed series go first (``GpuGate.give_way``); it is marked only when it let go
+    (``gate:<role>:yield``, then ``gate:<role>:shared``) and never counts against ``GATE_REQUESTS``.
 
     Example:
         >>> import tempfile
@@ -261,12 +301,15 @@ class GateKeeper:
         self.freeze = freeze
         self.marks = marks if marks is not None else []
         self._count = 0
+        self._yields = 0
 
     def handle(self, message: dict[str, Any]) -> str | None:
         """Act on one channel message if it is a gate request; what was granted, or None."""
         want, number = message.get("which"), message.get("n")
-        if message.get("kind") != "gate" or want not in ("alone", "shared", "away") or type(number) is not int:
+        if message.get("kind") != "gate" or want not in ("alone", "shared", "away", "yield") or type(number) is not int:
             return None
+        if want == "yield":
+            return self._give_way(number)
         self._count += 1
         if self._count > GATE_REQUESTS:
             want = "alone"
@@ -286,6 +329,23 @@ class GateKeeper:
         self.marks.append((time.monotonic(), f"gate:{self.role}:{want}"))
         Path(f"{self.grants}-{number}").touch()
         return want
+
+    def _give_way(self, number: int) -> str | None:
+        self._yields += 1
+        if self._yields <= GATE_YIELDS and self.gate.writer_waiting():
+            self.marks.append((time.monotonic(), f"gate:{self.role}:yield"))
+            if self.freeze:
+                self.freeze(True)
+            try:
+                held = self.gate.give_way()
+            finally:
+                if self.freeze:
+                    self.freeze(False)
+            if not held:
+                return None
+            self.marks.append((time.monotonic(), f"gate:{self.role}:shared"))
+        Path(f"{self.grants}-{number}").touch()
+        return "yield"
 
 
 _REQUESTS = itertools.count(1)
@@ -316,6 +376,17 @@ def alone_on_gpu(job: dict[str, Any], channel: Any, sync: Callable[[], None]) ->
     finally:
         sync()
         _ask(job, channel, "shared")
+
+
+def yield_point(job: dict[str, Any], channel: Any, sync: Callable[[], None]) -> None:
+    """Between two pieces of untimed work: let another verification's waiting timed series have the GPU.
+
+    Costs one round trip to the parent when no one waits. ``sync`` finishes this process's GPU work first, so
+    none of it runs into the other's timed series.
+    """
+    if job.get("gate_grants"):
+        sync()
+        _ask(job, channel, "yield")
 
 
 @contextlib.contextmanager

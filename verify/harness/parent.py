@@ -764,7 +764,9 @@ def timeline(t_start: float, children: list[ChildReport],
              marks: list[tuple[float, str]] | None = None) -> list[list[Any]]:
     """When each child message arrived, each child exited and the parent passed each mark, sorted.
 
-    Each event is ``[seconds since start, role, event]``; the parent's own marks have role ``parent``.
+    Each event is ``[seconds since start, role, event]``; the parent's own marks have role ``parent``. A child's
+    yield points (``gate:yield``) are left out: dozens a kernel, and the parent's ``gate:<role>:yield`` marks
+    say when one let another verification go first.
 
     Example:
         >>> child = ChildReport(role="run", messages=[{"kind": "mark", "phase": "warmed"}], received=[12.5],
@@ -777,6 +779,8 @@ def timeline(t_start: float, children: list[ChildReport],
         for message, at in zip(child.messages, child.received, strict=False):
             detail = message.get("phase") or message.get("which")
             kind = str(message.get("kind"))
+            if kind == "gate" and detail == "yield":
+                continue
             events.append([round(at - t_start, 3), child.role, f"{kind}:{detail}" if detail else kind])
         if child.exited_at is not None:
             events.append([round(child.exited_at - t_start, 3), child.role, "exit"])

@@ -38,7 +38,7 @@ from verify.harness.common import (
 )
 from verify.harness.context import ContextState
 from verify.harness.frames import load_values, save_values, send_groups
-from verify.harness.gate import alone_on_gpu
+from verify.harness.gate import alone_on_gpu, yield_point
 from verify.harness.task import copy_matching_state, derive_call, load_module, parse_forward_signature
 from verify.harness.tensors import (
     POISON_FILLS,
@@ -245,7 +245,9 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
         # Every compared call, here and in the run child, starts from the first state.
         (shared / STATEFUL_FILE).write_text("1")
     restart = Restart(torch, [model, model64], stateful=stateful)
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     for trial in job["trials"]:
+        yield_point(job, channel, sync)
         inputs = make_inputs(task.get_inputs, trial["seed"], trial["distribution"], device)
         save_values(torch, inputs, shared / f"inputs-{trial['index']}")
         restart()
@@ -257,6 +259,7 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
     restart()
     variant = job.get("shape_variant")
     if variant:
+        yield_point(job, channel, sync)
         try:
             shaped = load_module(variant["code"], "ka_task_shape", work)
             inputs = make_inputs(shaped.get_inputs, job["screen_seed"] + 2, "randn", device)
@@ -271,6 +274,7 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
                                  f"{type(error).__name__}: {error}"[:500])
     init = job.get("init_variant")
     if init and not (embedded["form"] == "cuda-binding" and functional is not None):
+        yield_point(job, channel, sync)
         try:
             sized = load_module(init["code"], "ka_task_init", work)
             init_model, init_args = _build_reference(torch, sized, None, embedded["form"], job["weight_seed"], device)
@@ -294,6 +298,7 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
         save_values(torch, template, shared / "template")
         channel.send("done")
         return
+    yield_point(job, channel, sync)
     screen_inputs = make_inputs(task.get_inputs, job["screen_seed"], "randn", device)
     other_inputs = make_inputs(task.get_inputs, job["screen_seed"] + 1, "randn", device)
     other_model, _ = _build_reference(torch, task, functional, embedded["form"], job["weight_seed"] + 7919, device)
@@ -670,6 +675,7 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
         state_before = {n: t.detach().clone() for n, t in params_of.state_dict().items()}
         variants = ["a", "b", "c"] if index < job.get("deep_trials", 2) else ["a"]
         for variant in variants:
+            yield_point(job, channel, clock.full_sync)
             guard = 1024
             guarded = [guarded_copy(x, guard, guard_gen) if isinstance(x, torch.Tensor) else (x, None, None)
                        for x in pristine]
@@ -751,6 +757,7 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
             with torch.no_grad():
                 channel.send("kernels", which="candidate", kernels=_trace_kernels(torch, call, template, work))
     if device == "cuda":
+        yield_point(job, channel, clock.full_sync)
         try:
             _state_probe(torch, call, reference, shared, clock, work, channel, blobs, restart)
         except Exception as exc:
@@ -760,6 +767,7 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
         # Last, because a kernel that assumes the task's shapes may corrupt the CUDA context here; the
         # parent counts a death after this mark as the probe's failure, not the run's.
         channel.send("mark", phase="shape-probe")
+        yield_point(job, channel, clock.full_sync)
         try:
             inputs = load_values(torch, shape_inputs, device)
             with torch.no_grad():
@@ -771,6 +779,7 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
             channel.send("shape-trial", error=f"{type(exc).__name__}: {exc}"[:1000])
     if (shared / "inputs-init").exists():
         channel.send("mark", phase="init-probe")
+        yield_point(job, channel, clock.full_sync)
         try:
             outs = _init_probe(torch, job, embedded, candidate, shared, work, device)
             clock.full_sync()
