@@ -53,8 +53,8 @@ processes or judge while the seated ones use the GPU: in session 17's batch of 5
 before its first GPU work and 8 s after its last, of 48 s. Three seats is the GPU concurrency whose timings
 were checked against the same kernels verified alone (docs/verify-batch.md). Nine slots and six seats verified 10.9
 kernels a minute with the builds cached on one H200 in session 19 (three slots: 5.8 on another sample, session 17),
-but host-bound kernels' speedups moved a median 15-41% between such batches: nine scripts' processes share the host
-with the one being timed."""
+but host-bound kernels' speedups moved a median 15-41% between batches of six to twelve scripts per GPU, whose
+processes share the host with the one being timed."""
 
 
 def parse_gpus(spec: str | int | None) -> list[str]:
