@@ -97,13 +97,19 @@ def test_a_shared_gate_overlaps_untimed_work_but_never_timed_work(tmp_path: Path
             assert not inside, (start, end, inside)
 
 
+def _wait_for_alone(gate: GpuGate, beside: GpuGate) -> threading.Thread:
+    """``gate.alone()`` in a thread, once ``beside`` (holding the gate shared) sees it waiting."""
+    waiting = threading.Thread(target=gate.alone)
+    waiting.start()
+    assert wait_until(beside.writer_waiting, 10), "the timed series never queued"
+    return waiting
+
+
 def test_a_shared_gate_gives_way_to_a_waiting_timed_series(tmp_path: Path) -> None:
     path = str(tmp_path / "gpu.lock")
     first, second, timed = GpuGate(path, "shared"), GpuGate(path, "shared"), GpuGate(path, "shared")
     assert first.acquire() and first.held == "shared"
-    waiting = threading.Thread(target=timed.alone)
-    waiting.start()
-    time.sleep(0.1)
+    waiting = _wait_for_alone(timed, first)
     assert timed.held is None, "alone while another verification shares the GPU"
     # A timed series waits: new untimed work queues behind it (the turnstile), not beside the holder.
     late = threading.Thread(target=second.shared)
@@ -120,14 +126,6 @@ def test_a_shared_gate_gives_way_to_a_waiting_timed_series(tmp_path: Path) -> No
     assert second.held == "shared"
     for gate in (first, second, timed):
         gate.release()
-
-
-def _wait_for_alone(gate: GpuGate, beside: GpuGate) -> threading.Thread:
-    """``gate.alone()`` in a thread, once ``beside`` (holding the gate shared) sees it waiting."""
-    waiting = threading.Thread(target=gate.alone)
-    waiting.start()
-    assert wait_until(beside.writer_waiting, 10), "the timed series never queued"
-    return waiting
 
 
 def test_a_sharer_gives_way_to_a_waiting_timed_series_then_shares_again(tmp_path: Path) -> None:

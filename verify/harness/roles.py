@@ -245,9 +245,9 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
         # Every compared call, here and in the run child, starts from the first state.
         (shared / STATEFUL_FILE).write_text("1")
     restart = Restart(torch, [model, model64], stateful=stateful)
-    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    clock = Clock(torch, device)
     for trial in job["trials"]:
-        yield_point(job, channel, sync)
+        yield_point(job, channel, clock.full_sync)
         inputs = make_inputs(task.get_inputs, trial["seed"], trial["distribution"], device)
         save_values(torch, inputs, shared / f"inputs-{trial['index']}")
         restart()
@@ -259,7 +259,7 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
     restart()
     variant = job.get("shape_variant")
     if variant:
-        yield_point(job, channel, sync)
+        yield_point(job, channel, clock.full_sync)
         try:
             shaped = load_module(variant["code"], "ka_task_shape", work)
             inputs = make_inputs(shaped.get_inputs, job["screen_seed"] + 2, "randn", device)
@@ -274,7 +274,7 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
                                  f"{type(error).__name__}: {error}"[:500])
     init = job.get("init_variant")
     if init and not (embedded["form"] == "cuda-binding" and functional is not None):
-        yield_point(job, channel, sync)
+        yield_point(job, channel, clock.full_sync)
         try:
             sized = load_module(init["code"], "ka_task_init", work)
             init_model, init_args = _build_reference(torch, sized, None, embedded["form"], job["weight_seed"], device)
@@ -298,7 +298,7 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
         save_values(torch, template, shared / "template")
         channel.send("done")
         return
-    yield_point(job, channel, sync)
+    yield_point(job, channel, clock.full_sync)
     screen_inputs = make_inputs(task.get_inputs, job["screen_seed"], "randn", device)
     other_inputs = make_inputs(task.get_inputs, job["screen_seed"] + 1, "randn", device)
     other_model, _ = _build_reference(torch, task, functional, embedded["form"], job["weight_seed"] + 7919, device)
@@ -316,7 +316,6 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
     if job.get("go_file"):
         wait_until(Path(job["go_file"]).exists, job.get("go_timeout_s", 900))
     channel.send("mark", phase="go")
-    clock = Clock(torch, device)
     timed = device == "cuda" and job["timing"].get("enabled", True)
     compiled, compile_s = None, 0.0
     if timed and job["timing"].get("compile", True):
