@@ -15,7 +15,9 @@ at once (``slots_per_gpu``, ``gpu_seats``).
 share of the cold pass a GPU's gate was held at all, ``gpu_alone_share_cold`` held alone (timed work, or the
 whole hold in the exclusive mode), averaged over the GPUs (``verify.batch.stats.gpu_occupancy``).
 ``alone_wait_mean_s_cold`` and ``alone_wait_median_s_cold``: how long a kernel waited in all for the GPU alone
-(``verify.batch.stats.alone_waits``).
+(``verify.batch.stats.alone_waits``). ``host_cpu_s_per_kernel_cold``: the host CPU seconds (user and system, every
+process of the pass: builds, scripts, children) per kernel finished; ``--no-zygote`` starts each verification's
+children by exec instead of forking them from one zygote (``zygote`` says which).
 
     python tests/gpu/copy_gpu_data.py                       # once, where ../shared/data exists
     python bench/verify_batch.py --limit 8 --budget-s 200 --json
@@ -66,6 +68,7 @@ sys.path.insert(0, str(REPO))
 from verify.batch.stats import BatchStats, alone_waits, gpu_occupancy  # noqa: E402
 from verify.batch.workers import BATCH_GATE_MODE, SLOTS_PER_GPU, gpu_seats  # noqa: E402
 from verify.harness.gate import GATE_MODES  # noqa: E402
+from verify.harness.zygote import ZYGOTE_ENV, zygote_enabled  # noqa: E402
 from verify.pipeline import VerifyJob, verify_jobs  # noqa: E402
 from verify.runner import VerifyOptions  # noqa: E402
 
@@ -105,6 +108,7 @@ class Recorder:
                 out.write("\n")
         self.stats = BatchStats(total=total)
         self.reports: dict[str, dict[str, Any]] = {}
+        self.cpu_s = 0.0
 
     def __call__(self, job: VerifyJob, report: dict[str, Any]) -> None:
         with self.path.open("a") as out:
@@ -139,11 +143,23 @@ def run_pass(name: str, jobs: list[VerifyJob], options: VerifyOptions, out: Path
     print(f"{name}: {len(todo)} kernels ({len(jobs) - len(todo)} stored before), budget {budget_s:.0f}s",
           file=sys.stderr, flush=True)
     recorder = Recorder(path, len(todo))
+    before = host_cpu_s()
     verify_jobs(todo, options, recorder, force=True, gpus=gpus, compile_workers=compile_workers,
                 slots_per_gpu=slots_per_gpu, build_cache=cache, time_budget_s=budget_s,
                 stop_after_s=None if grace_s is None else budget_s + grace_s, ray=ray)
     recorder.stats.finished_at = time.monotonic()
+    recorder.cpu_s = host_cpu_s() - before
     return recorder
+
+
+def host_cpu_s() -> float:
+    """CPU seconds (user and system) of this process and of every process it and its own have waited for.
+
+    A local batch waits for each eval script, and each script for its children (or its zygote, which waits for
+    its forked children), so a pass's difference is all the host CPU its verifications and builds used.
+    """
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
 
 
 def scaling(args: argparse.Namespace, finished: list[VerifyJob], options: VerifyOptions, cache: Path) -> dict[str, Any]:
@@ -405,6 +421,9 @@ def main() -> int:
                              "verify.batch.workers.GPU_SEATS)")
     parser.add_argument("--gate-mode", choices=GATE_MODES,
                         help=f"how verifications share a GPU (default {BATCH_GATE_MODE}; see verify.harness.gate)")
+    parser.add_argument("--no-zygote", dest="zygote", action="store_false",
+                        help="start each verification's children by exec instead of forking them from its zygote "
+                             "(KA_ZYGOTE=0; verify.harness.zygote)")
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"), help="cpu only exercises the logic")
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--target-seconds", type=float, default=1.0, help="each timed series (the CLI's default)")
@@ -426,6 +445,8 @@ def main() -> int:
         os.environ["KA_GPU_GATE_MODE"] = args.gate_mode
     if args.gpu_seats:
         os.environ["KA_GPU_SEATS"] = str(args.gpu_seats)
+    if not args.zygote:
+        os.environ[ZYGOTE_ENV] = "0"
     if args.child:
         return child(args)
     if not args.jsonl.is_file():
@@ -458,6 +479,8 @@ def main() -> int:
         "slots_per_gpu": args.slots_per_gpu or SLOTS_PER_GPU, "gpu_seats": gpu_seats(),
         **{f"{k}_cold": v for k, v in gpu_occupancy(list(cold.reports.values())).items()},
         **{f"{k}_cold": v for k, v in alone_waits(list(cold.reports.values())).items()},
+        "host_cpu_s_per_kernel_cold": round(cold.cpu_s / cold.stats.done, 2) if cold.stats.done else None,
+        "zygote": zygote_enabled(os.environ),
     }
     if args.scaling:
         result["scaling"] = scaling(args, finished, options, cache)

@@ -9,9 +9,23 @@ import time
 from pathlib import Path
 
 import pytest
+from zygote_testing import start_host
 
 from verify.harness.judge import Evidence, judge
 from verify.harness.parent import ChildProcess, run_child, scrubbed_environment
+from verify.harness.zygote import Zygote
+
+
+@pytest.fixture(scope="module", params=["exec", "forked"])
+def zygote(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+    """Each isolation test runs twice: children started by exec, and forked from a zygote."""
+    if request.param == "exec":
+        yield None
+        return
+    started = start_host(tmp_path_factory.mktemp("zygote"), dict(os.environ))
+    yield started
+    assert started.forked > 0
+    started.close()
 
 
 def _child(tmp_path: Path, body: str) -> list[str]:
@@ -20,34 +34,35 @@ def _child(tmp_path: Path, body: str) -> list[str]:
     return [sys.executable, str(script)]
 
 
-def test_a_child_that_hangs_is_killed_at_its_timeout(tmp_path: Path) -> None:
+def test_a_child_that_hangs_is_killed_at_its_timeout(tmp_path: Path, zygote: Zygote | None) -> None:
     started = time.monotonic()
     report = run_child(_child(tmp_path, "import time\ntime.sleep(600)\n"), role="run", env=dict(os.environ),
-                       cwd=tmp_path, timeout_s=1.5)
+                       cwd=tmp_path, zygote=zygote, timeout_s=1.5)
     assert report.timed_out and not report.ok
     assert time.monotonic() - started < 30
     assert "timeout" in report.failure()
 
 
-def test_a_child_that_crashes_fails_alone(tmp_path: Path) -> None:
-    report = run_child(_child(tmp_path, "import os\nos.abort()\n"), role="run", env=dict(os.environ), cwd=tmp_path,
+def test_a_child_that_crashes_fails_alone(tmp_path: Path, zygote: Zygote | None) -> None:
+    report = run_child(_child(tmp_path, "import os\nos.abort()\n"), role="run", env=dict(os.environ), cwd=tmp_path, zygote=zygote,
                        timeout_s=30)
     assert report.returncode is not None and report.returncode < 0
     assert not report.ok and "signal" in report.failure()
+    assert report.started == ("forked" if zygote else "exec")
 
 
-def test_background_processes_of_a_child_are_killed_with_it(tmp_path: Path) -> None:
+def test_background_processes_of_a_child_are_killed_with_it(tmp_path: Path, zygote: Zygote | None) -> None:
     marker = tmp_path / "survivor"
     body = f"""
     import subprocess, sys
     subprocess.Popen([sys.executable, "-c", "import time, pathlib; time.sleep(3); pathlib.Path({str(marker)!r}).touch()"])
     """
-    run_child(_child(tmp_path, body), role="run", env=dict(os.environ), cwd=tmp_path, timeout_s=30)
+    run_child(_child(tmp_path, body), role="run", env=dict(os.environ), cwd=tmp_path, zygote=zygote, timeout_s=30)
     time.sleep(4)
     assert not marker.exists()
 
 
-def test_a_forged_verdict_is_ignored_and_flagged(tmp_path: Path) -> None:
+def test_a_forged_verdict_is_ignored_and_flagged(tmp_path: Path, zygote: Zygote | None) -> None:
     body = """
     import os, sys, json
     fd = int(sys.argv[sys.argv.index("--channel") + 1])
@@ -55,7 +70,7 @@ def test_a_forged_verdict_is_ignored_and_flagged(tmp_path: Path) -> None:
     os.write(fd, b'PASS\\n')
     print(json.dumps({"status": "passed"}))
     """
-    report = run_child(_child(tmp_path, body), role="run", env=dict(os.environ), cwd=tmp_path, timeout_s=30)
+    report = run_child(_child(tmp_path, body), role="run", env=dict(os.environ), cwd=tmp_path, zygote=zygote, timeout_s=30)
     assert report.returncode == 0 and report.rejects == ["PASS"]
     ev = Evidence(form="model-new", kernel_code="", static=[], trials=[{"index": 0, "seed": 1, "distribution": "task"}],
                   run=report)
@@ -65,7 +80,7 @@ def test_a_forged_verdict_is_ignored_and_flagged(tmp_path: Path) -> None:
     assert checks["correctness"]["verdict"] == "fail"
 
 
-def test_the_channel_is_not_inherited_by_grandchildren(tmp_path: Path) -> None:
+def test_the_channel_is_not_inherited_by_grandchildren(tmp_path: Path, zygote: Zygote | None) -> None:
     body = """
     import os, subprocess, sys
     fd = int(sys.argv[sys.argv.index("--channel") + 1])
@@ -73,11 +88,11 @@ def test_the_channel_is_not_inherited_by_grandchildren(tmp_path: Path) -> None:
     code = f"import os\\ntry:\\n    os.write({fd}, b'{{\\\\"kind\\\\": \\\\"done\\\\"}}\\\\n')\\nexcept OSError:\\n    pass\\n"
     subprocess.run([sys.executable, "-c", code], close_fds=False)
     """
-    report = run_child(_child(tmp_path, body), role="run", env=dict(os.environ), cwd=tmp_path, timeout_s=30)
+    report = run_child(_child(tmp_path, body), role="run", env=dict(os.environ), cwd=tmp_path, zygote=zygote, timeout_s=30)
     assert report.all("done") == []
 
 
-def test_messages_keep_their_receive_times(tmp_path: Path) -> None:
+def test_messages_keep_their_receive_times(tmp_path: Path, zygote: Zygote | None) -> None:
     body = """
     import os, sys, time
     fd = int(sys.argv[sys.argv.index("--channel") + 1])
@@ -86,13 +101,13 @@ def test_messages_keep_their_receive_times(tmp_path: Path) -> None:
     os.write(fd, b'{"kind": "timing-end"}\\n')
     os.write(fd, b'{"kind": "done"}\\n')
     """
-    child = ChildProcess(_child(tmp_path, body), role="run", env=dict(os.environ), cwd=tmp_path)
+    child = ChildProcess(_child(tmp_path, body), role="run", env=dict(os.environ), cwd=tmp_path, zygote=zygote)
     report = child.wait(30)
     assert report.ok
     assert report.time_of("timing-end") - report.time_of("timing-start") >= 0.4
 
 
-def test_wait_ready_returns_at_the_ready_mark_and_not_for_a_child_that_exits_or_stays_silent(tmp_path: Path) -> None:
+def test_wait_ready_returns_at_the_ready_mark_and_not_for_a_child_that_exits_or_stays_silent(tmp_path: Path, zygote: Zygote | None) -> None:
     ready = """
     import os, sys, time
     fd = int(sys.argv[sys.argv.index("--channel") + 1])
@@ -101,25 +116,25 @@ def test_wait_ready_returns_at_the_ready_mark_and_not_for_a_child_that_exits_or_
     os.write(fd, b'{"kind": "mark", "phase": "ready"}\\n')
     time.sleep(60)
     """
-    child = ChildProcess(_child(tmp_path, ready), role="trusted", env=dict(os.environ), cwd=tmp_path)
+    child = ChildProcess(_child(tmp_path, ready), role="trusted", env=dict(os.environ), cwd=tmp_path, zygote=zygote)
     started = time.monotonic()
     assert child.wait_ready(30) and 0.4 <= time.monotonic() - started < 20
     assert child.wait(0.1).time_of("mark") is not None
     (tmp_path / "gone").mkdir()
     gone = ChildProcess(_child(tmp_path / "gone", "import sys\nsys.exit(3)\n"), role="trusted", env=dict(os.environ),
-                        cwd=tmp_path / "gone")
+                        cwd=tmp_path / "gone", zygote=zygote)
     started = time.monotonic()
     assert not gone.wait_ready(60) and time.monotonic() - started < 20
     assert gone.wait(5).returncode == 3
     (tmp_path / "silent").mkdir()
     silent = ChildProcess(_child(tmp_path / "silent", "import time\ntime.sleep(60)\n"), role="trusted",
-                          env=dict(os.environ), cwd=tmp_path / "silent")
+                          env=dict(os.environ), cwd=tmp_path / "silent", zygote=zygote)
     started = time.monotonic()
     assert not silent.wait_ready(0.5) and 0.5 <= time.monotonic() - started < 20
     silent.wait(0.1)
 
 
-def test_the_environment_is_scrubbed(tmp_path: Path) -> None:
+def test_the_environment_is_scrubbed(tmp_path: Path, zygote: Zygote | None) -> None:
     env = scrubbed_environment({"PATH": os.environ["PATH"], "AWS_SECRET_ACCESS_KEY": "s3cr3t", "HF_TOKEN": "hf_x",
                                 "GITHUB_TOKEN": "ghp"}, str(tmp_path))
     assert "AWS_SECRET_ACCESS_KEY" not in env and "HF_TOKEN" not in env and "GITHUB_TOKEN" not in env
@@ -130,12 +145,12 @@ def test_the_environment_is_scrubbed(tmp_path: Path) -> None:
     os.write(fd, (json.dumps({"kind": "env", "keys": sorted(os.environ)}) + "\\n").encode())
     os.write(fd, b'{"kind": "done"}\\n')
     """
-    report = run_child(_child(tmp_path, body), role="run", env=env, cwd=tmp_path, timeout_s=30)
+    report = run_child(_child(tmp_path, body), role="run", env=env, cwd=tmp_path, zygote=zygote, timeout_s=30)
     keys = report.first("env")["keys"]
     assert not any("SECRET" in k or "TOKEN" in k for k in keys)
 
 
-def test_a_child_that_hangs_after_the_shape_probe_mark_is_cut_short(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_child_that_hangs_after_the_shape_probe_mark_is_cut_short(tmp_path: Path, zygote: Zygote | None, monkeypatch: pytest.MonkeyPatch) -> None:
     from verify.harness import parent
 
     monkeypatch.setattr(parent, "SHAPE_PROBE_TIMEOUT_S", 1.0)
@@ -146,7 +161,7 @@ def test_a_child_that_hangs_after_the_shape_probe_mark_is_cut_short(tmp_path: Pa
         "os.write(fd, b'{\"kind\": \"kernels\", \"which\": \"candidate\"}\\n{\"kind\": \"mark\", \"phase\": \"shape-probe\"}\\n')\n"
         "time.sleep(60)\n")
     started = time.monotonic()
-    child = parent.ChildProcess([sys.executable, str(script)], role="run", env=dict(os.environ), cwd=tmp_path)
+    child = parent.ChildProcess([sys.executable, str(script)], role="run", env=dict(os.environ), cwd=tmp_path, zygote=zygote)
     report = child.wait(120.0)
     assert time.monotonic() - started < 10
     assert report.timed_out and report.died_in_shape_probe and report.ok

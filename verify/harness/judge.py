@@ -89,6 +89,7 @@ class ChildReport:
     received: list[float] = field(default_factory=list)
     rejects: list[str] = field(default_factory=list)
     log_tail: str = ""
+    started: str = "exec"
 
     def all(self, kind: str, **match: Any) -> list[dict[str, Any]]:
         """Messages of ``kind`` whose fields equal ``match``."""

@@ -1,11 +1,12 @@
 """The parent: runs the static scan, spawns the trusted and candidate children, collects, judges, reports.
 
-Each child is this same script started again with ``--role``; it gets a scrubbed environment (an
-allowlist: no tokens, no credentials), its own temporary folder as home and cwd, a new session (so the
-whole process group is killed afterwards, background helpers included), a timeout, and one end of a
-pipe as its result channel. The references are loaded into the parent's memory and their files deleted
-before the candidate starts; the parent makes itself non-dumpable so a same-user process cannot read
-its memory through /proc or ptrace.
+Each child is this same script run with ``--role``, forked from the verification's zygote (one more copy,
+``--role zygote``, that imported torch once: ``verify.harness.zygote``) or, without one, started again; it
+gets a scrubbed environment (an allowlist: no tokens, no credentials), its own temporary folder as home and
+cwd, a new session (so the whole process group is killed afterwards, background helpers included), a
+timeout, and one end of a pipe as its result channel. The references are loaded into the parent's memory
+and their files deleted before the candidate starts; the parent makes itself non-dumpable so a same-user
+process cannot read its memory through /proc or ptrace.
 
 Example:
     >>> scrubbed_environment({"PATH": "/bin", "AWS_SECRET_ACCESS_KEY": "x"}, "/tmp/h")["PATH"]
@@ -48,6 +49,7 @@ from verify.harness.report import render_text
 from verify.harness.static import scan_source, static_verdicts
 from verify.harness.task import init_variant, shape_variant
 from verify.harness.tensors import DISTRIBUTIONS
+from verify.harness.zygote import Zygote, ZygoteChild, ZygoteError, serve, zygote_enabled
 
 SHAPE_PROBE_TIMEOUT_S = 60.0
 # The AI CUDA Engineer Archive's Nsight Compute configuration (robust-kbench: -c 5 -s 6, these sections).
@@ -208,11 +210,13 @@ class ChildProcess:
     The child gets the pipe's write end by number (``--channel FD``); the parent keeps only the read end.
     On timeout, and after a normal exit too, the child's whole process group is killed. With a ``keeper``
     (``verify.harness.gate.GateKeeper``) the reading thread answers the child's gate requests as they come.
+    With a ``zygote`` the child is forked from it (``verify.harness.zygote``); if the zygote cannot, it is
+    started by exec and ``zygote_error`` says why.
     """
 
     def __init__(self, argv: list[str], *, role: str, env: dict[str, str], cwd: str | os.PathLike[str],
                  channel: bool = True, blobs: bool = False, blob_memory: str | None = None,
-                 keeper: GateKeeper | None = None) -> None:
+                 keeper: GateKeeper | None = None, zygote: Zygote | None = None) -> None:
         self.report = ChildReport(role=role)
         self._keeper = keeper
         self._paused_s = 0.0
@@ -223,10 +227,15 @@ class ChildProcess:
         self._probe_started: float | None = None
         self.ready_at: float | None = None
         read_fd, write_fd = os.pipe() if channel else (None, None)
-        args = [*argv, "--channel", str(write_fd)] if channel else list(argv)
+        args = list(argv)
+        fd_args: dict[int, int] = {}
+        if write_fd is not None:
+            args += ["--channel", str(write_fd)]
+            fd_args[len(args) - 1] = write_fd
         blob_read, blob_write = os.pipe() if blobs else (None, None)
         if blob_write is not None:
             args += ["--blobs", str(blob_write)]
+            fd_args[len(args) - 1] = blob_write
         # "map": the parent maps the payloads (a trusted child's references); "copy": it copies each one out
         # as its frame arrives (a candidate's outputs, which the candidate could rewrite or truncate later).
         self._copy_blobs = blob_memory == "copy"
@@ -234,13 +243,22 @@ class ChildProcess:
                         if blobs and blob_memory in ("map", "copy") and hasattr(os, "memfd_create") else None)
         if self._memory is not None:
             args += ["--blob-memory", str(self._memory)]
-        passed = tuple(fd for fd in (write_fd, blob_write, self._memory) if fd is not None)
+            fd_args[len(args) - 1] = self._memory
         self._started = time.monotonic()
         self._log = open(self._log_path, "wb")  # noqa: SIM115 - closed in wait()
-        self.process = subprocess.Popen(
+        forked: ZygoteChild | None = None
+        self.zygote_error: str | None = None
+        if zygote is not None:
+            try:
+                forked = zygote.spawn(args, env=env, cwd=cwd, log_fd=self._log.fileno(), fds=fd_args)
+            except ZygoteError as error:
+                self.zygote_error = str(error)
+        self.process: subprocess.Popen[bytes] | ZygoteChild = forked or subprocess.Popen(
             args, env=env, cwd=str(cwd), stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
-            pass_fds=passed, start_new_session=True, close_fds=True,
+            pass_fds=tuple(fd_args.values()), start_new_session=True, close_fds=True,
         )
+        self.report.started = ("forked" if forked else "exec" if zygote is None
+                               else f"exec (the zygote failed: {self.zygote_error})"[:500])
         self._thread: threading.Thread | None = None
         self._blob_thread: threading.Thread | None = None
         if write_fd is not None and read_fd is not None:
@@ -366,9 +384,10 @@ def run_child(
     cwd: str | os.PathLike[str],
     timeout_s: float,
     channel: bool = True,
+    zygote: Zygote | None = None,
 ) -> ChildReport:
     """Run one child to completion or its timeout; its messages, exit status and log tail."""
-    return ChildProcess(argv, role=role, env=env, cwd=cwd, channel=channel).wait(timeout_s)
+    return ChildProcess(argv, role=role, env=env, cwd=cwd, channel=channel, zygote=zygote).wait(timeout_s)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -407,7 +426,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="comma-separated ncu sections (default: the archive's four)")
     parser.add_argument("--no-ncu", action="store_true", help="with --profile: skip Nsight Compute")
     parser.add_argument("--ncu-timeout", type=float, default=900.0, help="seconds for the ncu run")
-    parser.add_argument("--role", choices=("trusted", "compile", "run", "profile"), help=argparse.SUPPRESS)
+    parser.add_argument("--role", choices=("trusted", "compile", "run", "profile", "zygote"), help=argparse.SUPPRESS)
     parser.add_argument("--job", help=argparse.SUPPRESS)
     parser.add_argument("--channel", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--blobs", type=int, help=argparse.SUPPRESS)
@@ -530,9 +549,12 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
     rng: Any = secrets.SystemRandom() if args.seed is None else __import__("random").Random(args.seed)
     trials = _trials(args.trials, rng)
     root = Path(tempfile.mkdtemp(prefix="ka-verify-"))
-    trusted_dir, shared_dir, cand_dir = root / "trusted", root / "shared", root / "candidate"
-    for folder in (trusted_dir, shared_dir, cand_dir):
+    trusted_dir, shared_dir, cand_dir, zygote_dir = root / "trusted", root / "shared", root / "candidate", root / "zygote"
+    for folder in (trusted_dir, shared_dir, cand_dir, zygote_dir):
         folder.mkdir(mode=0o700)
+    # Started first: its torch import overlaps everything below. It holds no seed and no secret.
+    zygote = (Zygote([sys.executable, script], env=scrubbed_environment(dict(os.environ), str(zygote_dir)),
+                     cwd=zygote_dir) if zygote_enabled(os.environ) else None)
     timing = {"enabled": args.device == "cuda", "compile": not args.no_compile_baseline,
               "seed_base": rng.randrange(1, 2**30), "template_seed": rng.randrange(1, 2**30),
               "target_s": args.target_seconds, "warmup": 3, "min_calls": 30, "max_calls": 400}
@@ -580,7 +602,7 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
                                           | _grants(keepers["trusted"], gate_timeout)))
         trusted = ChildProcess([*python, "--role", "trusted", "--job", str(trusted_job)], role="trusted",
                                env=scrubbed_environment(dict(os.environ), str(trusted_dir)), cwd=trusted_dir,
-                               blobs=True, blob_memory="map", keeper=keepers["trusted"])
+                               blobs=True, blob_memory="map", keeper=keepers["trusted"], zygote=zygote)
         env = candidate_environment(dict(os.environ), str(cand_dir), args.build_dir)
         if args.build_dir:
             job["build_dir"] = str(Path(args.build_dir).resolve())
@@ -595,7 +617,7 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
                                     | _grants(keepers["run"], gate_timeout)))
         runner: ChildProcess | None = ChildProcess([*python, "--role", "run", "--job", str(run_job)], role="run",
                                                    env=env, cwd=cand_dir, blobs=True, blob_memory="copy",
-                                                   keeper=keepers["run"])
+                                                   keeper=keepers["run"], zygote=zygote)
         if keepers["run"] is not None:
             keepers["run"].freeze = runner.freeze
         # Each child deletes its job file as soon as it has read it; candidate code must find none.
@@ -608,7 +630,7 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
                                                "build_dir": job.get("build_dir")}))
             return run_child([*python, "--role", "compile", "--job", str(compile_job)], role="compile",
                              env=env | ({"CUDA_VISIBLE_DEVICES": ""} if hide_gpu else {}), cwd=cand_dir,
-                             timeout_s=args.compile_timeout)
+                             timeout_s=args.compile_timeout, zygote=zygote)
 
         if gate.path:
             # Behind the gate the compile step first runs with the GPU hidden, before the gate, as the batch's
@@ -723,6 +745,7 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
             notes=[m.get("message") for m in ev.trusted.all("note")],
             harness_seconds=time.monotonic() - t_start,
             step_seconds={r.role: r.seconds for r in (ev.trusted, ev.compile, ev.run, ev.sanitizer) if r},
+            children={r.role: r.started for r in (ev.trusted, ev.compile, ev.run, ev.sanitizer) if r},
             timeline=timeline(t_start, [r for r in (ev.trusted, ev.compile, ev.run, ev.sanitizer) if r], marks),
             timeline_origin=t_start,
             log="\n".join(log)[-20000:],
@@ -730,6 +753,8 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
         return report
     finally:
         gate.release()
+        if zygote is not None:
+            zygote.close()
         if baselines:
             # On a failure too: the out-of-memory rerun in this process must not wait for its own claim.
             baselines.release()
@@ -893,6 +918,8 @@ def main(argv: list[str] | None, embedded: dict[str, Any], script: str) -> int:
     if os.environ.get("KA_DIE_WITH_PARENT") and not args.role:
         # Started by a batch: a killed batch must take its scripts (and so their children) with it.
         die_with_parent()
+    if args.role == "zygote":
+        return serve(args.channel, lambda rest: main(rest, embedded, script))
     if args.role:
         from verify.harness.roles import child_main
 

@@ -1,0 +1,346 @@
+"""The zygote: one process per verification that imports torch once, from which each child is forked.
+
+Every child of a verification (compile, trusted, run) used to start Python and import torch on its own:
+three imports and the flop counter's first use, about 6 CPU-seconds a kernel, which a batch of several
+scripts per GPU pays on a shared host. The parent now starts one zygote, a fresh interpreter (exec'd, with
+a scrubbed environment and no seeds: it never holds anything of the parent's), which imports torch, pays
+the flop counter's first use on the ``meta`` device and then forks a child for each request. A forked
+child gets the environment, folder, log and pipes it asks for, a new session, and runs the same role code
+as an exec'd one.
+
+What a forked child must not inherit, it does not: the zygote never initialises CUDA (so the child creates
+its own context) and runs no CPU operator (so no OpenMP team exists to be lost in the fork); the request
+socket and the zygote's own descriptors are closed before the role starts; numpy's BLAS threads, which a
+fork drops, are started again, so the run child's thread counts match an exec'd child's. ``KA_ZYGOTE=0``
+turns it off; a zygote that fails to start or dies makes the parent start its children by exec, as before.
+
+Example:
+    >>> zygote_enabled({"KA_ZYGOTE": "0"}), zygote_enabled({})
+    (False, True)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from verify.harness.common import die_with_parent
+
+ZYGOTE_ENV = "KA_ZYGOTE"
+"""``0`` starts every child by exec instead of forking it from a zygote."""
+
+ZYGOTE_START_S = 600.0
+"""How long a request may wait for the zygote's imports (seconds; a loaded host takes tens)."""
+
+
+class ZygoteError(RuntimeError):
+    """The zygote could not fork a child (it failed to start, died, or refused the request)."""
+
+
+def zygote_enabled(env: dict[str, str] | os._Environ[str]) -> bool:
+    """Whether children are forked from a zygote: on unless ``KA_ZYGOTE=0``, and only where fork exists."""
+    return env.get(ZYGOTE_ENV, "1") != "0" and hasattr(os, "fork") and hasattr(socket, "send_fds")
+
+
+class Zygote:
+    """The parent's handle on a zygote: ``spawn`` forks a child, whose exit the zygote reports back.
+
+    Example:
+        >>> import sys, tempfile
+        >>> folder = tempfile.mkdtemp()
+        >>> zygote = Zygote([sys.executable, "-c", "pass"], env={}, cwd=folder)  # exits at once: no zygote
+        >>> try:
+        ...     zygote.spawn(["x"], env={}, cwd=folder, log_fd=1)
+        ... except ZygoteError as error:
+        ...     print("refused")
+        refused
+        >>> zygote.close()
+    """
+
+    def __init__(self, argv: list[str], *, env: dict[str, str], cwd: str | os.PathLike[str]) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._log = open(Path(cwd) / "zygote.log", "wb")  # noqa: SIM115 - closed in close()
+        self.argv = list(argv)
+        self.process = subprocess.Popen(
+            [*argv, "--role", "zygote", "--channel", str(theirs.fileno())], env=env, cwd=str(cwd),
+            stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT, pass_fds=(theirs.fileno(),),
+            start_new_session=True, close_fds=True,
+        )
+        theirs.close()
+        self._socket = ours
+        self._lock = threading.Lock()
+        self._changed = threading.Condition()
+        self._replies: list[dict[str, Any]] = []
+        self._exits: dict[int, tuple[int, float]] = {}
+        self._gone = False
+        self._broken = ""
+        self.forked = 0
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                data = self._socket.recv(65536)
+            except OSError:
+                data = b""
+            if not data:
+                break
+            with contextlib.suppress(ValueError):
+                message = json.loads(data)
+                with self._changed:
+                    if "exit" in message:
+                        self._exits[int(message["exit"])] = (int(message["code"]), time.monotonic())
+                    else:
+                        self._replies.append(message)
+                    self._changed.notify_all()
+        with self._changed:
+            self._gone = True
+            self._changed.notify_all()
+
+    def spawn(self, argv: list[str], *, env: dict[str, str], cwd: str | os.PathLike[str], log_fd: int,
+              fds: dict[int, int] | None = None, timeout_s: float = ZYGOTE_START_S) -> ZygoteChild:
+        """Fork a child that runs ``argv`` (this script's own ``[python, script, ...]``) as an exec would.
+
+        ``fds`` maps an index of ``argv`` to a descriptor of this process: the child gets the descriptor and
+        finds its own number for it at that index (``--channel FD``). Its stdout and stderr go to ``log_fd``.
+        """
+        fds = dict(fds or {})
+        request = {"argv": argv, "env": env, "cwd": str(cwd), "fd_args": list(fds)}
+        with self._lock:
+            if self._gone or self._broken:
+                raise ZygoteError(self._broken or f"the zygote is gone: {self.log_tail()}")
+            try:
+                socket.send_fds(self._socket, [json.dumps(request).encode()], [log_fd, *fds.values()])
+            except OSError as error:
+                raise ZygoteError(f"the zygote took no request: {error}") from error
+            with self._changed:
+                self._changed.wait_for(lambda: self._replies or self._gone, timeout_s)
+                reply = self._replies.pop(0) if self._replies else None
+            if reply is None or "pid" not in reply:
+                # A late reply would answer the next request: a zygote that missed one takes no more.
+                self._broken = (f"the zygote forked no child ({(reply or {}).get('error', 'no reply')}): "
+                                f"{self.log_tail()}")
+                raise ZygoteError(self._broken)
+        self.forked += 1
+        return ZygoteChild(self, int(reply["pid"]), argv)
+
+    def exit_of(self, pid: int, timeout_s: float | None) -> tuple[int, float] | None:
+        """The exit code and time of a forked child, waiting up to ``timeout_s``; None while it runs."""
+
+        def known() -> bool:
+            return pid in self._exits or (self._gone and not _alive(pid))
+
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        with self._changed:
+            while not known() and (deadline is None or time.monotonic() < deadline):
+                # Once the zygote is gone nothing notifies: poll until the orphan's end (PR_SET_PDEATHSIG).
+                steps = [t for t in (0.05 if self._gone else None,
+                                     None if deadline is None else deadline - time.monotonic()) if t is not None]
+                self._changed.wait(min(steps) if steps else None)
+            if pid in self._exits:
+                return self._exits[pid]
+            if self._gone and not _alive(pid):
+                # Forked children die with their zygote (PR_SET_PDEATHSIG, SIGKILL).
+                return -signal.SIGKILL, time.monotonic()
+            return None
+
+    def log_tail(self) -> str:
+        """The end of the zygote's own log (its import errors)."""
+        self._log.flush()
+        try:
+            return (Path(self._log.name).read_text(errors="replace")[-2000:]).strip() or "(empty log)"
+        except OSError:
+            return "(no log)"
+
+    def close(self) -> None:
+        """Stop the zygote (and whatever is left of its process group); idempotent."""
+        with contextlib.suppress(OSError):
+            self._socket.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+        self._socket.close()
+        self._log.close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class ZygoteChild:
+    """A forked child, with the part of ``subprocess.Popen``'s interface the parent uses."""
+
+    def __init__(self, zygote: Zygote, pid: int, args: list[str]) -> None:
+        self._zygote = zygote
+        self.pid = pid
+        self.args = args
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        """The exit code, or None while the child runs."""
+        return self._update(0)
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Wait for the exit code; ``subprocess.TimeoutExpired`` after ``timeout`` seconds."""
+        code = self._update(timeout)
+        if code is None:
+            raise subprocess.TimeoutExpired(self.args, timeout or 0.0)
+        return code
+
+    def _update(self, timeout: float | None) -> int | None:
+        if self.returncode is None:
+            found = self._zygote.exit_of(self.pid, timeout)
+            if found is not None:
+                self.returncode = found[0]
+        return self.returncode
+
+
+def warm_imports() -> None:
+    """Import torch and pay the flop counter's first use on the ``meta`` device: no CUDA, no CPU operator."""
+    with contextlib.suppress(Exception):
+        import torch
+        from torch.utils.flop_counter import FlopCounterMode
+
+        with FlopCounterMode(display=False), torch.no_grad():
+            torch.nn.Linear(4, 4, device="meta")(torch.ones(2, 4, device="meta"))
+
+
+def serve(fd: int, run_main: Any) -> int:
+    """The zygote's loop: fork a child per request, report each child's exit; ends when the parent goes.
+
+    ``run_main(argv)`` is the script's entry point, called in the forked child with the arguments after
+    ``[python, script]``.
+    """
+    import warnings
+
+    die_with_parent()
+    requests = socket.socket(fileno=fd)
+    warm_imports()
+    # numpy's BLAS threads exist here; the fork keeps only the calling thread and the child starts them again.
+    warnings.filterwarnings("ignore", category=DeprecationWarning, message=".*fork.*")
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_read, False)
+    os.set_blocking(wake_write, False)
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+    signal.set_wakeup_fd(wake_write)
+    while True:
+        ready, _, _ = select.select([requests, wake_read], [], [], 1.0)
+        if wake_read in ready:
+            with contextlib.suppress(BlockingIOError):
+                os.read(wake_read, 4096)
+        _reap(requests)
+        if requests not in ready:
+            continue
+        try:
+            message, fds, _, _ = socket.recv_fds(requests, 1 << 20, 16)
+        except OSError:
+            return 0
+        if not message:
+            return 0
+        try:
+            request = json.loads(message)
+        except ValueError:
+            request = None
+        if not isinstance(request, dict) or len(fds) != 1 + len(request.get("fd_args", [])):
+            for received in fds:
+                os.close(received)
+            with contextlib.suppress(OSError):
+                requests.send(json.dumps({"error": "malformed request"}).encode())
+            continue
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            _become(request, fds, [requests.fileno(), wake_read, wake_write], run_main)
+        for received in fds:
+            os.close(received)
+        try:
+            requests.send(json.dumps({"pid": pid}).encode())
+        except OSError:
+            return 0
+
+
+def _reap(requests: socket.socket) -> None:
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        with contextlib.suppress(OSError):
+            requests.send(json.dumps({"exit": pid, "code": os.waitstatus_to_exitcode(status)}).encode())
+
+
+def _become(request: dict[str, Any], fds: list[int], zygote_fds: list[int], run_main: Any) -> None:
+    """In the forked child: take the request's descriptors, folder and environment, run the role, exit."""
+    code = 1
+    try:
+        os.setsid()
+        die_with_parent()
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for own in zygote_fds:
+            with contextlib.suppress(OSError):
+                os.close(own)
+        log_fd, passed = fds[0], fds[1:]
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.close(devnull)
+        os.dup2(log_fd, 1)
+        os.dup2(log_fd, 2)
+        os.close(log_fd)
+        argv = [str(a) for a in request["argv"]]
+        for index, received in zip(request["fd_args"], passed, strict=True):
+            argv[int(index)] = str(received)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update({str(k): str(v) for k, v in request["env"].items()})
+        import tempfile
+
+        tempfile.tempdir = None
+        sys.argv = argv[1:]
+        _restart_blas_threads()
+        code = run_main(argv[2:])
+    except SystemExit as stop:
+        code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    finally:
+        with contextlib.suppress(Exception):
+            import atexit
+
+            atexit._run_exitfuncs()
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code if isinstance(code, int) else 1)
+
+
+def _restart_blas_threads() -> None:
+    """Start numpy's BLAS threads again: an exec'd child has them from its import, a forked one lost them."""
+    numpy = sys.modules.get("numpy")
+    if numpy is None:
+        return
+    with contextlib.suppress(Exception):
+        square = numpy.ones((512, 512))
+        square @ square
