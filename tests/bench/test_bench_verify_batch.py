@@ -60,6 +60,9 @@ def test_the_batch_benchmark_runs_its_passes_and_both_checks_on_cpu(tmp_path: Pa
     assert result["zygote"] is True and 1.0 < result["host_cpu_s_per_kernel_cold"] < 600
     cold = [json.loads(line)["report"] for line in (tmp_path / "out" / "reports-cold.jsonl").read_text().splitlines()]
     assert all(set(r["children"].values()) == {"forked"} for r in cold)
+    by_process = result["cpu_s_by_process_cold"]
+    assert set(by_process) == {"parent", "zygote", "trusted", "compile", "run"}
+    assert all(0 < seconds < 600 for seconds in by_process.values()) and by_process["zygote"] > 0.5
     alone = result["alone_vs_batch"]
     assert alone["same_verdict"] is True and alone["repeats"] == 2 and len(alone["kernel_ms_alone_runs"]) == 2
     assert len((tmp_path / "out" / "reports-alone.jsonl").read_text().splitlines()) == 2

@@ -96,6 +96,17 @@ def test_exit_codes_come_back_as_from_exec(tmp_path: Path, zygote: Zygote, body:
         assert "ValueError: broken child" in forked.log_tail
 
 
+def test_a_forked_childs_cpu_seconds_come_back(tmp_path: Path, zygote: Zygote) -> None:
+    body = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end:\n    pass\n"
+    forked = ChildProcess(_script(tmp_path / "forked", body), role="run", env=_environment(tmp_path),
+                          cwd=tmp_path / "forked", zygote=zygote).wait(60)
+    execd = ChildProcess(_script(tmp_path / "exec", body), role="run", env=_environment(tmp_path),
+                         cwd=tmp_path / "exec").wait(60)
+    assert forked.cpu_s is not None and 0.3 <= forked.cpu_s < 30
+    assert execd.cpu_s is None
+    assert zygote.cpu_s() > 0
+
+
 def test_a_zygote_that_cannot_start_leaves_the_children_to_exec(tmp_path: Path) -> None:
     (tmp_path / "broken.py").write_text("raise SystemExit('no torch here')\n")
     broken = Zygote([sys.executable, str(tmp_path / "broken.py")], env=_environment(tmp_path), cwd=tmp_path)
@@ -177,6 +188,8 @@ def test_the_eval_script_forks_its_children_and_keeps_every_verdict(tmp_path: Pa
     forked, execd = reports["1"], reports["0"]
     assert forked["children"] == {"trusted": "forked", "compile": "forked", "run": "forked"}
     assert execd["children"] == {"trusted": "exec", "compile": "exec", "run": "exec"}
+    assert forked["cpu_s"]["zygote"] > 0.5 and all(forked["cpu_s"][r] > 0 for r in ("parent", "trusted", "compile", "run"))
+    assert execd["cpu_s"]["zygote"] is None and execd["cpu_s"]["run"] is None and execd["cpu_s"]["parent"] > 0.5
     assert forked["status"] == execd["status"]
     assert {k: v["verdict"] for k, v in forked["checks"].items()} == {k: v["verdict"] for k, v in execd["checks"].items()}
     assert forked["checks"]["background-threads"]["evidence"] == execd["checks"]["background-threads"]["evidence"]

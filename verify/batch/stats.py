@@ -221,6 +221,25 @@ def alone_waits(reports: list[dict[str, Any]]) -> dict[str, float | None]:
             "alone_wait_median_s": round(statistics.median(totals), 3)}
 
 
+def cpu_by_process(reports: list[dict[str, Any]]) -> dict[str, float]:
+    """Mean CPU seconds a kernel's processes took, by process, over the reports that say (``cpu_s``).
+
+    The parent and its zygote are always known; a child only when it was forked (its zygote waits for it with
+    ``wait4``), so a process's mean is over the reports that give it.
+
+    Example:
+        >>> cpu_by_process([{"cpu_s": {"parent": 3.0, "zygote": 4.0, "run": 2.0}},
+        ...                 {"cpu_s": {"parent": 5.0, "zygote": None, "run": 4.0}}, {}])
+        {'parent': 4.0, 'zygote': 4.0, 'run': 3.0}
+    """
+    seen: dict[str, list[float]] = {}
+    for report in reports:
+        for process, seconds in (report.get("cpu_s") or {}).items():
+            if isinstance(seconds, int | float):
+                seen.setdefault(process, []).append(float(seconds))
+    return {process: round(statistics.fmean(values), 2) for process, values in seen.items()}
+
+
 def duration(seconds: float) -> str:
     """``1h02m`` or ``3m05s``."""
     seconds = int(round(seconds))

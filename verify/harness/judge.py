@@ -90,6 +90,7 @@ class ChildReport:
     rejects: list[str] = field(default_factory=list)
     log_tail: str = ""
     started: str = "exec"
+    cpu_s: float | None = None
 
     def all(self, kind: str, **match: Any) -> list[dict[str, Any]]:
         """Messages of ``kind`` whose fields equal ``match``."""

@@ -367,6 +367,8 @@ class ChildProcess:
             if thread:
                 thread.join(timeout=30)
         report.seconds = time.monotonic() - self._started
+        # Known for a forked child only: its zygote waits for it with wait4 (Popen keeps no resource usage).
+        report.cpu_s = getattr(self.process, "cpu_s", None)
         for at, line in self._chunks:
             messages, rejects = read_messages(line)
             report.messages.extend(messages)
@@ -746,6 +748,8 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
             harness_seconds=time.monotonic() - t_start,
             step_seconds={r.role: r.seconds for r in (ev.trusted, ev.compile, ev.run, ev.sanitizer) if r},
             children={r.role: r.started for r in (ev.trusted, ev.compile, ev.run, ev.sanitizer) if r},
+            cpu_s={"parent": round(time.process_time(), 3), "zygote": zygote.cpu_s() if zygote else None,
+                   **{r.role: r.cpu_s for r in (ev.trusted, ev.compile, ev.run, ev.sanitizer) if r}},
             timeline=timeline(t_start, [r for r in (ev.trusted, ev.compile, ev.run, ev.sanitizer) if r], marks),
             timeline_origin=t_start,
             log="\n".join(log)[-20000:],

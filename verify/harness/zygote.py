@@ -81,7 +81,7 @@ class Zygote:
         self._lock = threading.Lock()
         self._changed = threading.Condition()
         self._replies: list[dict[str, Any]] = []
-        self._exits: dict[int, tuple[int, float]] = {}
+        self._exits: dict[int, tuple[int, float | None]] = {}
         self._gone = False
         self._broken = ""
         self.forked = 0
@@ -99,7 +99,7 @@ class Zygote:
                 message = json.loads(data)
                 with self._changed:
                     if "exit" in message:
-                        self._exits[int(message["exit"])] = (int(message["code"]), time.monotonic())
+                        self._exits[int(message["exit"])] = (int(message["code"]), message.get("cpu_s"))
                     else:
                         self._replies.append(message)
                     self._changed.notify_all()
@@ -134,8 +134,9 @@ class Zygote:
         self.forked += 1
         return ZygoteChild(self, int(reply["pid"]), argv)
 
-    def exit_of(self, pid: int, timeout_s: float | None) -> tuple[int, float] | None:
-        """The exit code and time of a forked child, waiting up to ``timeout_s``; None while it runs."""
+    def exit_of(self, pid: int, timeout_s: float | None) -> tuple[int, float | None] | None:
+        """A forked child's exit code and CPU seconds (its own and its waited-for children's, user and system),
+        waiting up to ``timeout_s``; None while it runs."""
 
         def known() -> bool:
             return pid in self._exits or (self._gone and not _alive(pid))
@@ -151,7 +152,15 @@ class Zygote:
                 return self._exits[pid]
             if self._gone and not _alive(pid):
                 # Forked children die with their zygote (PR_SET_PDEATHSIG, SIGKILL).
-                return -signal.SIGKILL, time.monotonic()
+                return -signal.SIGKILL, None
+            return None
+
+    def cpu_s(self) -> float | None:
+        """The zygote's own CPU seconds so far (user and system: its imports, its forks), None once it is gone."""
+        try:
+            fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return round((int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), 3)
+        except (OSError, IndexError, ValueError):
             return None
 
     def log_tail(self) -> str:
@@ -191,6 +200,7 @@ class ZygoteChild:
         self.pid = pid
         self.args = args
         self.returncode: int | None = None
+        self.cpu_s: float | None = None
 
     def poll(self) -> int | None:
         """The exit code, or None while the child runs."""
@@ -207,7 +217,7 @@ class ZygoteChild:
         if self.returncode is None:
             found = self._zygote.exit_of(self.pid, timeout)
             if found is not None:
-                self.returncode = found[0]
+                self.returncode, self.cpu_s = found
         return self.returncode
 
 
@@ -279,13 +289,14 @@ def serve(fd: int, run_main: Any) -> int:
 def _reap(requests: socket.socket) -> None:
     while True:
         try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
+            pid, status, usage = os.wait4(-1, os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:
             return
         with contextlib.suppress(OSError):
-            requests.send(json.dumps({"exit": pid, "code": os.waitstatus_to_exitcode(status)}).encode())
+            requests.send(json.dumps({"exit": pid, "code": os.waitstatus_to_exitcode(status),
+                                      "cpu_s": round(usage.ru_utime + usage.ru_stime, 3)}).encode())
 
 
 def _become(request: dict[str, Any], fds: list[int], zygote_fds: list[int], run_main: Any) -> None:
