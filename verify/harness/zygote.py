@@ -10,9 +10,10 @@ as an exec'd one.
 
 What a forked child must not inherit, it does not: the zygote never initialises CUDA (so the child creates
 its own context) and runs no CPU operator (so no OpenMP team exists to be lost in the fork); the request
-socket and the zygote's own descriptors are closed before the role starts; numpy's BLAS threads, which a
-fork drops, are started again, so the run child's thread counts match an exec'd child's. ``KA_ZYGOTE=0``
-turns it off; a zygote that fails to start or dies makes the parent start its children by exec, as before.
+socket and the zygote's wake-up pipe are closed before the role starts, so the child holds the same kinds of
+descriptors an exec'd one does; numpy's BLAS threads, which a fork drops, are started again, so the run
+child's thread counts match an exec'd child's. ``KA_ZYGOTE=0`` turns it off; a zygote that fails to start or
+dies makes the parent start its children by exec, as before.
 
 Example:
     >>> zygote_enabled({"KA_ZYGOTE": "0"}), zygote_enabled({})
