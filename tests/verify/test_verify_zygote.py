@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from zygote_testing import start_host, with_repo
 
+from verify.harness.judge import ChildReport
 from verify.harness.parent import ChildProcess, scrubbed_environment
 from verify.harness.zygote import Zygote, ZygoteError, zygote_enabled
 
@@ -61,6 +62,15 @@ def _facts(folder: Path, zygote: Zygote | None) -> tuple[dict, str]:
     return report.first("facts") or {}, report.log_tail
 
 
+def _both_ways(folder: Path, zygote: Zygote, body: str) -> tuple[ChildReport, ChildReport]:
+    """``body`` run as a child forked from ``zygote``, then as one started by exec."""
+    def run(name: str, with_zygote: Zygote | None) -> ChildReport:
+        return ChildProcess(_script(folder / name, body), role="run", env=_environment(folder), cwd=folder / name,
+                            zygote=with_zygote).wait(60)
+
+    return run("forked", zygote), run("exec", None)
+
+
 def _kinds(fds: dict[str, str]) -> list[str]:
     """What each descriptor is (socket, pipe, memfd, file), without numbers or paths."""
     return sorted("memfd" if "memfd:" in t else t.split(":")[0] if not t.startswith("/") else "file" for t in fds.values())
@@ -91,10 +101,7 @@ def test_a_forked_child_sees_what_an_execd_one_sees(tmp_path: Path, zygote: Zygo
     ("pass\n", 0),
 ])
 def test_exit_codes_come_back_as_from_exec(tmp_path: Path, zygote: Zygote, body: str, code: int) -> None:
-    forked = ChildProcess(_script(tmp_path / "forked", body), role="run", env=_environment(tmp_path),
-                          cwd=tmp_path / "forked", zygote=zygote).wait(60)
-    execd = ChildProcess(_script(tmp_path / "exec", body), role="run", env=_environment(tmp_path),
-                         cwd=tmp_path / "exec").wait(60)
+    forked, execd = _both_ways(tmp_path, zygote, body)
     assert forked.started == "forked"
     assert forked.returncode == execd.returncode == code
     if code == 1:
@@ -103,10 +110,7 @@ def test_exit_codes_come_back_as_from_exec(tmp_path: Path, zygote: Zygote, body:
 
 def test_a_forked_childs_cpu_seconds_come_back(tmp_path: Path, zygote: Zygote) -> None:
     body = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end:\n    pass\n"
-    forked = ChildProcess(_script(tmp_path / "forked", body), role="run", env=_environment(tmp_path),
-                          cwd=tmp_path / "forked", zygote=zygote).wait(60)
-    execd = ChildProcess(_script(tmp_path / "exec", body), role="run", env=_environment(tmp_path),
-                         cwd=tmp_path / "exec").wait(60)
+    forked, execd = _both_ways(tmp_path, zygote, body)
     assert forked.cpu_s is not None and 0.3 <= forked.cpu_s < 30
     assert execd.cpu_s is None
     assert zygote.cpu_s() > 0

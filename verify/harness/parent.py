@@ -211,7 +211,7 @@ class ChildProcess:
     On timeout, and after a normal exit too, the child's whole process group is killed. With a ``keeper``
     (``verify.harness.gate.GateKeeper``) the reading thread answers the child's gate requests as they come.
     With a ``zygote`` the child is forked from it (``verify.harness.zygote``); if the zygote cannot, it is
-    started by exec and ``zygote_error`` says why.
+    started by exec, and its report's ``started`` says why.
     """
 
     def __init__(self, argv: list[str], *, role: str, env: dict[str, str], cwd: str | os.PathLike[str],
@@ -247,18 +247,16 @@ class ChildProcess:
         self._started = time.monotonic()
         self._log = open(self._log_path, "wb")  # noqa: SIM115 - closed in wait()
         forked: ZygoteChild | None = None
-        self.zygote_error: str | None = None
         if zygote is not None:
             try:
                 forked = zygote.spawn(args, env=env, cwd=cwd, log_fd=self._log.fileno(), fds=fd_args)
+                self.report.started = "forked"
             except ZygoteError as error:
-                self.zygote_error = str(error)
+                self.report.started = f"exec (the zygote failed: {error})"[:500]
         self.process: subprocess.Popen[bytes] | ZygoteChild = forked or subprocess.Popen(
             args, env=env, cwd=str(cwd), stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
             pass_fds=tuple(fd_args.values()), start_new_session=True, close_fds=True,
         )
-        self.report.started = ("forked" if forked else "exec" if zygote is None
-                               else f"exec (the zygote failed: {self.zygote_error})"[:500])
         self._thread: threading.Thread | None = None
         self._blob_thread: threading.Thread | None = None
         if write_fd is not None and read_fd is not None:

@@ -71,7 +71,6 @@ class Zygote:
     def __init__(self, argv: list[str], *, env: dict[str, str], cwd: str | os.PathLike[str]) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._log = open(Path(cwd) / "zygote.log", "wb")  # noqa: SIM115 - closed in close()
-        self.argv = list(argv)
         self.process = subprocess.Popen(
             [*argv, "--role", "zygote", "--channel", str(theirs.fileno())], env=env, cwd=str(cwd),
             stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT, pass_fds=(theirs.fileno(),),
