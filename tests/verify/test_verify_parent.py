@@ -167,6 +167,41 @@ def test_a_child_that_hangs_after_the_shape_probe_mark_is_cut_short(tmp_path: Pa
     assert report.timed_out and report.died_in_shape_probe and report.ok
 
 
+class _SlowGrant:
+    """A gate keeper that grants each request after ``seconds``, as one waiting for another kernel's timing."""
+
+    def __init__(self, grants: Path, seconds: float) -> None:
+        self.grants, self.seconds = grants, seconds
+
+    def handle(self, message: dict) -> str:
+        time.sleep(self.seconds)
+        Path(f"{self.grants}-{message['n']}").touch()
+        return "yield"
+
+
+def test_waiting_for_the_gate_inside_the_shape_probe_does_not_count_against_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from verify.harness import parent
+
+    monkeypatch.setattr(parent, "SHAPE_PROBE_TIMEOUT_S", 1.0)
+    grants = tmp_path / "grant"
+    script = tmp_path / "child.py"
+    # The probe's own work is 0.3 s; its yield point waits 2.5 s for the gate, longer than the probe's limit.
+    script.write_text(
+        "import os, sys, time\n"
+        "fd = int(sys.argv[sys.argv.index('--channel') + 1])\n"
+        "os.write(fd, b'{\"kind\": \"mark\", \"phase\": \"shape-probe\"}\\n')\n"
+        "os.write(fd, b'{\"kind\": \"gate\", \"which\": \"yield\", \"n\": 1}\\n')\n"
+        f"while not os.path.exists({str(grants)!r} + '-1'):\n"
+        "    time.sleep(0.01)\n"
+        "time.sleep(0.3)\n"
+        "os.write(fd, b'{\"kind\": \"done\"}\\n')\n")
+    child = parent.ChildProcess([sys.executable, str(script)], role="run", env=dict(os.environ), cwd=tmp_path,
+                                keeper=_SlowGrant(grants, 2.5))  # type: ignore[arg-type]
+    report = child.wait(120.0)
+    assert not report.timed_out and report.returncode == 0 and report.first("done") is not None
+
+
 PYTORCH_ONLY_TASK = '''import torch
 import torch.nn as nn
 

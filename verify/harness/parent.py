@@ -225,6 +225,7 @@ class ChildProcess:
         self._log_path = Path(cwd) / f"{role}.log"
         self._chunks: list[tuple[float, bytes]] = []
         self._probe_started: float | None = None
+        self._paused_at_probe = 0.0
         self.ready_at: float | None = None
         read_fd, write_fd = os.pipe() if channel else (None, None)
         args = list(argv)
@@ -291,6 +292,7 @@ class ChildProcess:
                     if self._probe_started is None and b'"mark"' in line and (b'"shape-probe"' in line
                                                                              or b'"init-probe"' in line):
                         self._probe_started = time.monotonic()
+                        self._paused_at_probe = self.paused_s
                     if self.ready_at is None and b'"mark"' in line and b'"ready"' in line:
                         self.ready_at = time.monotonic()
                     if self._keeper is not None and b'"gate"' in line:
@@ -345,8 +347,9 @@ class ChildProcess:
                 deadline = max(least, self._started + timeout_s + self.paused_s)
                 if self._probe_started is not None:
                     # The shape probe is one call; a kernel that hangs at other shapes must not cost the
-                    # whole run timeout.
-                    deadline = min(deadline, self._probe_started + SHAPE_PROBE_TIMEOUT_S)
+                    # whole run timeout. Waiting for the gate (a yield point) is not the probe's time.
+                    deadline = min(deadline, self._probe_started + SHAPE_PROBE_TIMEOUT_S
+                                   + self.paused_s - self._paused_at_probe)
                 if now >= deadline:
                     raise subprocess.TimeoutExpired(self.process.args, timeout_s)
                 with contextlib.suppress(subprocess.TimeoutExpired):
