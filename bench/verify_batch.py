@@ -18,7 +18,8 @@ whole hold in the exclusive mode), averaged over the GPUs (``verify.batch.stats.
 (``verify.batch.stats.alone_waits``). ``host_cpu_s_per_kernel_cold``: the host CPU seconds (user and system, every
 process of the pass: builds, scripts, children) per kernel finished, and ``cpu_s_by_process_cold`` the mean of each
 of a kernel's processes (``verify.batch.stats.cpu_by_process``); ``--no-zygote`` starts each verification's
-children by exec instead of forking them from one zygote (``zygote`` says which).
+children by exec instead of forking them from one zygote (``zygote`` says which), and ``--no-slot-zygote`` forks them
+from a zygote of each script's own instead of its batch slot's (``slot_zygote``; ``verify.batch.zygotes``).
 
     python tests/gpu/copy_gpu_data.py                       # once, where ../shared/data exists
     python bench/verify_batch.py --limit 8 --budget-s 200 --json
@@ -68,6 +69,7 @@ sys.path.insert(0, str(REPO))
 
 from verify.batch.stats import BatchStats, alone_waits, cpu_by_process, gpu_occupancy  # noqa: E402
 from verify.batch.workers import BATCH_GATE_MODE, SLOTS_PER_GPU, gpu_seats  # noqa: E402
+from verify.batch.zygotes import SLOT_ZYGOTE_ENV, slot_zygotes_enabled  # noqa: E402
 from verify.harness.gate import GATE_MODES  # noqa: E402
 from verify.harness.zygote import ZYGOTE_ENV, zygote_enabled  # noqa: E402
 from verify.pipeline import VerifyJob, verify_jobs  # noqa: E402
@@ -425,6 +427,10 @@ def main() -> int:
     parser.add_argument("--no-zygote", dest="zygote", action="store_false",
                         help="start each verification's children by exec instead of forking them from its zygote "
                              "(KA_ZYGOTE=0; verify.harness.zygote)")
+    parser.add_argument("--no-slot-zygote", dest="slot_zygote", action="store_false",
+                        help="each verification starts a zygote of its own instead of using its batch slot's, "
+                             "which imported torch once for all the slot's kernels (KA_SLOT_ZYGOTE=0; "
+                             "verify.batch.zygotes)")
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"), help="cpu only exercises the logic")
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--target-seconds", type=float, default=1.0, help="each timed series (the CLI's default)")
@@ -448,6 +454,8 @@ def main() -> int:
         os.environ["KA_GPU_SEATS"] = str(args.gpu_seats)
     if not args.zygote:
         os.environ[ZYGOTE_ENV] = "0"
+    if not args.slot_zygote:
+        os.environ[SLOT_ZYGOTE_ENV] = "0"
     if args.child:
         return child(args)
     if not args.jsonl.is_file():
@@ -483,6 +491,7 @@ def main() -> int:
         "host_cpu_s_per_kernel_cold": round(cold.cpu_s / cold.stats.done, 2) if cold.stats.done else None,
         "cpu_s_by_process_cold": cpu_by_process(list(cold.reports.values())),
         "zygote": zygote_enabled(os.environ),
+        "slot_zygote": slot_zygotes_enabled(os.environ),
     }
     if args.scaling:
         result["scaling"] = scaling(args, finished, options, cache)

@@ -73,12 +73,14 @@ class BatchStopped(RuntimeError):
 
 
 def run_script(script: Path, options: VerifyOptions, *, build_dir: str | os.PathLike[str] | None = None,
-               env: dict[str, str] | None = None, stop_at: float | None = None) -> dict[str, Any]:
+               env: dict[str, str] | None = None, stop_at: float | None = None,
+               pass_fds: tuple[int, ...] = ()) -> dict[str, Any]:
     """Run an eval script and return its JSON report.
 
     ``build_dir``: a build-cache entry the kernel is built in (reused when already built); ``env``: variables
     set for the script on top of this process's (e.g. ``CUDA_VISIBLE_DEVICES`` of one GPU); ``stop_at``: a
-    ``time.time()`` at which a batch stops the script whatever it is doing.
+    ``time.time()`` at which a batch stops the script whatever it is doing; ``pass_fds``: descriptors the
+    script inherits (a batch slot's zygote connection, ``verify.batch.zygotes``).
 
     Raises:
         VerifyError: no report came back; the message carries the script's last output.
@@ -96,7 +98,7 @@ def run_script(script: Path, options: VerifyOptions, *, build_dir: str | os.Path
         if build_dir is not None:
             command += ["--build-dir", str(build_dir)]
         try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, pass_fds=pass_fds,
                                   stdin=subprocess.DEVNULL, env={**os.environ, **env} if env else None)
         except FileNotFoundError as error:
             raise VerifyError(f"cannot run {options.python!r}: {error}; pass --python PATH to a Python with torch") from None
@@ -121,11 +123,12 @@ def verify_code(
     build_dir: str | os.PathLike[str] | None = None,
     env: dict[str, str] | None = None,
     stop_at: float | None = None,
+    pass_fds: tuple[int, ...] = (),
 ) -> dict[str, Any]:
     """Verify code that is not in an archive (a kernel you just generated); returns the report.
 
-    ``build_dir``, ``env`` and ``stop_at`` are passed to ``run_script`` (the batch pipeline's build cache, GPU
-    and hard time limit).
+    ``build_dir``, ``env``, ``stop_at`` and ``pass_fds`` are passed to ``run_script`` (the batch pipeline's
+    build cache, GPU, hard time limit and slot zygote).
 
     Example:
         >>> # verify_code(open("task.py").read(), open("kernel.cu").read(), "cuda-binding")
@@ -136,7 +139,8 @@ def verify_code(
                          meta=meta or {})
     with tempfile.TemporaryDirectory(prefix="ka-verify-script-") as folder:
         script = write_script(text, Path(folder) / "eval_kernel.py")
-        return run_script(script, options or VerifyOptions(), build_dir=build_dir, env=env, stop_at=stop_at)
+        return run_script(script, options or VerifyOptions(), build_dir=build_dir, env=env, stop_at=stop_at,
+                          pass_fds=pass_fds)
 
 
 def load_detail(db: str | os.PathLike[str] | None, kernel_id: str) -> Any:

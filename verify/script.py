@@ -15,6 +15,8 @@ Example:
 from __future__ import annotations
 
 import ast
+import functools
+import hashlib
 import math
 import os
 import re
@@ -88,6 +90,7 @@ def harness_names() -> dict[str, list[str]]:
     return names
 
 
+@functools.cache
 def harness_text() -> str:
     """Every harness module, inlined in dependency order."""
     clashes = {n: m for n, m in harness_names().items() if len(m) > 1}
@@ -98,6 +101,11 @@ def harness_text() -> str:
         parts.append(f"# {'-' * 20} harness: {module} {'-' * 20}\n")
         parts.append(inline_module(_harness_source(module)))
     return "\n".join(parts)
+
+
+def harness_digest() -> str:
+    """The SHA-256 of ``harness_text()``: a batch slot's zygote serves only scripts with the same harness."""
+    return hashlib.sha256(harness_text().encode()).hexdigest()
 
 
 def safe_file_name(name: str) -> str:
@@ -161,16 +169,34 @@ def render_script(
         f"TASK_CODE = {task_code!r}\n"
         f"FUNCTIONAL_CODE = {functional_code!r}\n"
         f"KERNEL_CODE = {kernel_code!r}\n"
+        f"HARNESS_DIGEST = {harness_digest()!r}\n"
         "EMBEDDED = {'task_code': TASK_CODE, 'functional_code': FUNCTIONAL_CODE, 'kernel_code': KERNEL_CODE,\n"
-        "            'form': KERNEL_FORM, 'meta': KERNEL_META}\n\n"
+        "            'form': KERNEL_FORM, 'meta': KERNEL_META, 'harness_digest': HARNESS_DIGEST}\n\n"
     )
-    footer = (
-        "\n\nif __name__ == '__main__':\n"
-        "    import os as _os\n"
-        "    import sys as _sys\n"
-        "    _sys.exit(main(_sys.argv[1:], EMBEDDED, _os.path.abspath(__file__)))\n"
-    )
-    return header + embedded + harness_text() + footer
+    return header + embedded + harness_text() + _FOOTER
+
+
+_FOOTER = (
+    "\n\nif __name__ == '__main__':\n"
+    "    import os as _os\n"
+    "    import sys as _sys\n"
+    "    _sys.exit(main(_sys.argv[1:], EMBEDDED, _os.path.abspath(__file__)))\n"
+)
+
+
+def render_zygote_script() -> str:
+    """The script a batch slot's zygote runs (``--role zygote --slot``): the harness and no kernel.
+
+    Example:
+        >>> "KERNEL_CODE =" in render_zygote_script(), harness_digest() in render_zygote_script()
+        (False, True)
+    """
+    from verify.harness.common import HARNESS_VERSION
+
+    header = (f'#!/usr/bin/env python3\n"""kernel-archive: a batch slot\'s zygote (harness {HARNESS_VERSION}); it '
+              'holds no kernel and forks the eval scripts\' children."""\nfrom __future__ import annotations\n\n')
+    embedded = f"HARNESS_DIGEST = {harness_digest()!r}\nEMBEDDED = {{'harness_digest': HARNESS_DIGEST}}\n\n"
+    return header + embedded + harness_text() + _FOOTER
 
 
 def _meta(kernel: dict[str, Any], task: dict[str, Any]) -> dict[str, Any]:

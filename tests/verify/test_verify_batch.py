@@ -144,7 +144,7 @@ class FakeVerify:
         self.most_started: dict[str, int] = {}
 
     def __call__(self, job: VerifyJob, options: VerifyOptions, *, build: BuildResult | None,
-                 env: dict[str, str], stop_at: float | None = None) -> dict[str, Any]:
+                 env: dict[str, str], stop_at: float | None = None, zygotes: Any = None) -> dict[str, Any]:
         from verify.harness.parent import GpuGate
 
         gpu = env["CUDA_VISIBLE_DEVICES"]
@@ -260,7 +260,7 @@ def test_no_job_starts_after_the_time_budget(tmp_path: Path, monkeypatch: pytest
 
 def test_a_hard_stop_ends_running_jobs_unreported_and_keeps_the_finished(monkeypatch: pytest.MonkeyPatch) -> None:
     def verify(job: VerifyJob, options: VerifyOptions, *, build: BuildResult | None, env: dict[str, str],
-               stop_at: float | None = None) -> dict[str, Any]:
+               stop_at: float | None = None, zygotes: Any = None) -> dict[str, Any]:
         if job.key == "quick":
             return {"status": "passed"}
         assert stop_at is not None

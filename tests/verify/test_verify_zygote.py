@@ -11,18 +11,19 @@ import time
 from pathlib import Path
 
 import pytest
-from zygote_testing import start_host, with_repo
+from zygote_testing import DIGEST, KERNEL, TASK, host_script, start_host, with_repo
 
+from verify.batch.zygotes import SlotZygote
 from verify.harness.judge import ChildReport
 from verify.harness.parent import ChildProcess, scrubbed_environment
 from verify.harness.zygote import Zygote, ZygoteError, zygote_enabled
 
 # What a child can see of its process: descriptors, session, folder, environment, threads.
 FACTS = """
-import json, os, sys
+import ctypes, json, os, sys
 facts = {"fds": {}, "argv": sys.argv, "cwd": os.getcwd(), "env": dict(os.environ), "sid": os.getsid(0),
          "pid": os.getpid(), "stdin": os.readlink("/proc/self/fd/0"), "threads": len(os.listdir("/proc/self/task")),
-         "numpy": "numpy" in sys.modules}
+         "numpy": "numpy" in sys.modules, "dumpable": ctypes.CDLL(None).prctl(3, 0, 0, 0, 0)}
 for fd in os.listdir("/proc/self/fd"):
     try:
         facts["fds"][fd] = os.readlink(f"/proc/self/fd/{fd}")
@@ -38,12 +39,22 @@ def _environment(home: Path) -> dict[str, str]:
     return with_repo(scrubbed_environment(dict(os.environ), str(home)))
 
 
-@pytest.fixture(scope="module")
-def zygote(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+@pytest.fixture(scope="module", params=["own", "slot"])
+def zygote(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+    """A verification's own zygote, or its connection to a batch slot's (``verify.batch.zygotes``)."""
     folder = tmp_path_factory.mktemp("zygote")
-    started = start_host(folder, scrubbed_environment(dict(os.environ), str(folder)))
-    yield started
-    started.close()
+    if request.param == "own":
+        started = start_host(folder, scrubbed_environment(dict(os.environ), str(folder)))
+        yield started
+        started.close()
+        return
+    slot = SlotZygote(sys.executable, with_repo(dict(os.environ)), script=host_script(folder))
+    connection = slot.connection()
+    assert connection is not None
+    connected = Zygote.connect(connection.detach(), digest=DIGEST, embedded={"kernel_code": "pass"})
+    yield connected
+    connected.close()
+    slot.close()
 
 
 def _script(folder: Path, body: str) -> list[str]:
@@ -58,8 +69,12 @@ def _facts(folder: Path, zygote: Zygote | None) -> tuple[dict, str]:
                          zygote=zygote)
     report = child.wait(60)
     assert report.returncode == 0, report.log_tail
-    assert report.started == ("forked" if zygote else "exec")
+    assert report.started == (_forked(zygote) if zygote else "exec")
     return report.first("facts") or {}, report.log_tail
+
+
+def _forked(zygote: Zygote) -> str:
+    return "forked from the slot's zygote" if zygote.shared else "forked"
 
 
 def _both_ways(folder: Path, zygote: Zygote, body: str) -> tuple[ChildReport, ChildReport]:
@@ -92,6 +107,7 @@ def test_a_forked_child_sees_what_an_execd_one_sees(tmp_path: Path, zygote: Zygo
     assert _kinds(forked["fds"]) == _kinds(execd["fds"]), (forked["fds"], execd["fds"])
     if forked["numpy"] and execd["numpy"]:
         assert forked["threads"] == execd["threads"], "numpy's BLAS threads, lost in the fork, are started again"
+    assert forked["dumpable"] == execd["dumpable"] == 1, "an undumpable zygote's child is made dumpable again"
 
 
 @pytest.mark.parametrize(("body", "code"), [
@@ -102,7 +118,7 @@ def test_a_forked_child_sees_what_an_execd_one_sees(tmp_path: Path, zygote: Zygo
 ])
 def test_exit_codes_come_back_as_from_exec(tmp_path: Path, zygote: Zygote, body: str, code: int) -> None:
     forked, execd = _both_ways(tmp_path, zygote, body)
-    assert forked.started == "forked"
+    assert forked.started == _forked(zygote)
     assert forked.returncode == execd.returncode == code
     if code == 1:
         assert "ValueError: broken child" in forked.log_tail
@@ -113,12 +129,13 @@ def test_a_forked_childs_cpu_seconds_come_back(tmp_path: Path, zygote: Zygote) -
     forked, execd = _both_ways(tmp_path, zygote, body)
     assert forked.cpu_s is not None and 0.3 <= forked.cpu_s < 30
     assert execd.cpu_s is None
-    assert zygote.cpu_s() > 0
+    # A slot's zygote serves other scripts too: its CPU is not this verification's.
+    assert zygote.cpu_s() is None if zygote.shared else zygote.cpu_s() > 0
 
 
 def test_a_zygote_that_cannot_start_leaves_the_children_to_exec(tmp_path: Path) -> None:
     (tmp_path / "broken.py").write_text("raise SystemExit('no torch here')\n")
-    broken = Zygote([sys.executable, str(tmp_path / "broken.py")], env=_environment(tmp_path), cwd=tmp_path)
+    broken = Zygote.start([sys.executable, str(tmp_path / "broken.py")], env=_environment(tmp_path), cwd=tmp_path)
     try:
         with pytest.raises(ZygoteError, match="no torch here"):
             broken.spawn([sys.executable, "-c", "pass"], env={}, cwd=tmp_path, log_fd=1)
@@ -146,41 +163,6 @@ def test_forked_children_die_with_their_zygote(tmp_path: Path) -> None:
 
 def test_the_switch() -> None:
     assert zygote_enabled({}) and zygote_enabled({"KA_ZYGOTE": "1"}) and not zygote_enabled({"KA_ZYGOTE": "0"})
-
-
-TASK = '''import torch
-
-
-class Model(torch.nn.Module):
-    def forward(self, a, b):
-        return a + b
-
-
-def get_inputs():
-    return [torch.randn(64, 64), torch.randn(64, 64)]
-
-
-def get_init_inputs():
-    return []
-'''
-# An honest kernel that also writes down, at import, which descriptors its process holds.
-KERNEL = '''import json, os
-import torch
-
-_FDS = {}
-for _fd in os.listdir("/proc/self/fd"):
-    try:
-        _FDS[_fd] = os.readlink("/proc/self/fd/" + _fd)
-    except OSError:
-        pass
-with open(os.path.join(PROBE, "fds-%d.json" % os.getpid()), "w") as _out:
-    json.dump(_FDS, _out)
-
-
-class ModelNew(torch.nn.Module):
-    def forward(self, a, b):
-        return torch.add(a, b)
-'''
 
 
 @pytest.mark.slow

@@ -21,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import secrets
@@ -33,6 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from verify.batch.build_cache import BuildCache, BuildResult, stop_prebuilds
+from verify.batch.zygotes import SlotZygotes
 from verify.harness.gate import parse_seats
 from verify.runner import BatchStopped, VerifyError, VerifyOptions, verify_code
 
@@ -145,8 +147,11 @@ class Finished:
 
 
 def verify_one(job: VerifyJob, options: VerifyOptions, *, build: BuildResult | None,
-               env: dict[str, str], stop_at: float | None = None) -> dict[str, Any]:
+               env: dict[str, str], stop_at: float | None = None,
+               zygotes: SlotZygotes | None = None) -> dict[str, Any]:
     """Run one job's eval script (in its build folder when there is one); an error report if it gave none.
+
+    With ``zygotes`` the script forks its children from the slot's zygote (``verify.batch.zygotes``).
 
     Raises:
         verify.runner.BatchStopped: the batch's hard limit ``stop_at`` (a ``time.time()``) stopped it.
@@ -154,9 +159,11 @@ def verify_one(job: VerifyJob, options: VerifyOptions, *, build: BuildResult | N
     from verify.jobs import error_report
 
     try:
-        report = verify_code(job.task_code, job.kernel_code, job.form, options, functional_code=job.functional_code,
-                             meta=job.meta, build_dir=build.entry if build else None,
-                             env=env | {"KA_DIE_WITH_PARENT": "1"}, stop_at=stop_at)
+        with zygotes.for_script() if zygotes is not None else contextlib.nullcontext(({}, ())) as (extra, fds):
+            report = verify_code(job.task_code, job.kernel_code, job.form, options,
+                                 functional_code=job.functional_code, meta=job.meta,
+                                 build_dir=build.entry if build else None,
+                                 env=env | {"KA_DIE_WITH_PARENT": "1"} | extra, stop_at=stop_at, pass_fds=fds)
     except (ValueError, VerifyError) as error:
         report = error_report(job, error)
     return report
@@ -212,18 +219,21 @@ class LocalBatch:
         if self.cache is not None:
             env |= self.cache.environment()
         try:
-            while (job := self._next_job()) is not None:
-                future = self._builds.get(job.key)
-                build = future.result() if future is not None and future.exception() is None else None
-                t0 = time.monotonic()
-                try:
-                    report = verify_one(job, self.options, build=build, env=env, stop_at=self.stop_at)
-                except BatchStopped:
-                    self.stopped.append(job.key)
-                    break
-                seconds = time.monotonic() - t0
-                report["batch"] = batch_record(build, gpu, seconds)
-                self._results.put(Finished(job, report, build, gpu, seconds))
+            # Closed before this slot says it is done: the batch's end then finds its zygote waited for.
+            with contextlib.closing(SlotZygotes(self.options.python, env)) as zygotes:
+                while (job := self._next_job()) is not None:
+                    future = self._builds.get(job.key)
+                    build = future.result() if future is not None and future.exception() is None else None
+                    t0 = time.monotonic()
+                    try:
+                        report = verify_one(job, self.options, build=build, env=env, stop_at=self.stop_at,
+                                            zygotes=zygotes)
+                    except BatchStopped:
+                        self.stopped.append(job.key)
+                        break
+                    seconds = time.monotonic() - t0
+                    report["batch"] = batch_record(build, gpu, seconds)
+                    self._results.put(Finished(job, report, build, gpu, seconds))
             self._results.put(None)
         except BaseException as error:
             self._results.put(error)

@@ -437,8 +437,14 @@ def die_with_parent() -> bool:
 
 def make_non_dumpable() -> bool:
     """prctl(PR_SET_DUMPABLE, 0): same-user processes can no longer ptrace or read this process's memory."""
+    return set_dumpable(False)
+
+
+def set_dumpable(dumpable: bool = True) -> bool:
+    """prctl(PR_SET_DUMPABLE): whether same-user processes may ptrace or read this process's memory (a
+    process forked from an undumpable one is made dumpable again, as an exec would)."""
     try:
-        return _libc().prctl(4, 0, 0, 0, 0) == 0
+        return _libc().prctl(4, int(dumpable), 0, 0, 0) == 0
     except Exception:
         return False
 

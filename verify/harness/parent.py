@@ -49,7 +49,7 @@ from verify.harness.report import render_text
 from verify.harness.static import scan_source, static_verdicts
 from verify.harness.task import init_variant, shape_variant
 from verify.harness.tensors import DISTRIBUTIONS
-from verify.harness.zygote import Zygote, ZygoteChild, ZygoteError, serve, zygote_enabled
+from verify.harness.zygote import ZYGOTE_FD_ENV, Zygote, ZygoteChild, ZygoteError, serve, zygote_enabled
 
 SHAPE_PROBE_TIMEOUT_S = 60.0
 # The AI CUDA Engineer Archive's Nsight Compute configuration (robust-kbench: -c 5 -s 6, these sections).
@@ -251,7 +251,7 @@ class ChildProcess:
         if zygote is not None:
             try:
                 forked = zygote.spawn(args, env=env, cwd=cwd, log_fd=self._log.fileno(), fds=fd_args)
-                self.report.started = "forked"
+                self.report.started = "forked from the slot's zygote" if zygote.shared else "forked"
             except ZygoteError as error:
                 self.report.started = f"exec (the zygote failed: {error})"[:500]
         self.process: subprocess.Popen[bytes] | ZygoteChild = forked or subprocess.Popen(
@@ -430,6 +430,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-ncu", action="store_true", help="with --profile: skip Nsight Compute")
     parser.add_argument("--ncu-timeout", type=float, default=900.0, help="seconds for the ncu run")
     parser.add_argument("--role", choices=("trusted", "compile", "run", "profile", "zygote"), help=argparse.SUPPRESS)
+    parser.add_argument("--slot", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--job", help=argparse.SUPPRESS)
     parser.add_argument("--channel", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--blobs", type=int, help=argparse.SUPPRESS)
@@ -546,6 +547,19 @@ def out_of_memory(report: dict[str, Any]) -> bool:
     return any(marker in text for marker in OUT_OF_MEMORY)
 
 
+def _zygote(embedded: dict[str, Any], script: str, folder: Path) -> Zygote | None:
+    """The zygote this verification's children are forked from: the batch slot's when the script inherited a
+    connection to it, else its own, started now (its torch import overlaps everything after); None with
+    ``KA_ZYGOTE=0``. Neither holds a seed or a secret."""
+    inherited = os.environ.pop(ZYGOTE_FD_ENV, None)
+    if not zygote_enabled(os.environ):
+        return None
+    if inherited and embedded.get("harness_digest"):
+        with contextlib.suppress(OSError, ValueError):
+            return Zygote.connect(int(inherited), digest=embedded["harness_digest"], embedded=embedded)
+    return Zygote.start([sys.executable, script], env=scrubbed_environment(dict(os.environ), str(folder)), cwd=folder)
+
+
 def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gate: GpuGate) -> dict[str, Any]:
     findings = [f.as_dict() for f in scan_source(embedded["kernel_code"], embedded["form"])]
     report = _base_report(embedded, "full")
@@ -555,9 +569,7 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
     trusted_dir, shared_dir, cand_dir, zygote_dir = root / "trusted", root / "shared", root / "candidate", root / "zygote"
     for folder in (trusted_dir, shared_dir, cand_dir, zygote_dir):
         folder.mkdir(mode=0o700)
-    # Started first: its torch import overlaps everything below. It holds no seed and no secret.
-    zygote = (Zygote([sys.executable, script], env=scrubbed_environment(dict(os.environ), str(zygote_dir)),
-                     cwd=zygote_dir) if zygote_enabled(os.environ) else None)
+    zygote = _zygote(embedded, script, zygote_dir)
     timing = {"enabled": args.device == "cuda", "compile": not args.no_compile_baseline,
               "seed_base": rng.randrange(1, 2**30), "template_seed": rng.randrange(1, 2**30),
               "target_s": args.target_seconds, "warmup": 3, "min_calls": 30, "max_calls": 400}
@@ -924,7 +936,8 @@ def main(argv: list[str] | None, embedded: dict[str, Any], script: str) -> int:
         # Started by a batch: a killed batch must take its scripts (and so their children) with it.
         die_with_parent()
     if args.role == "zygote":
-        return serve(args.channel, lambda rest: main(rest, embedded, script))
+        return serve(args.channel, lambda rest, kernel: main(rest, embedded if kernel is None else kernel, script),
+                     slot=args.slot, digest=embedded.get("harness_digest"))
     if args.role:
         from verify.harness.roles import child_main
 

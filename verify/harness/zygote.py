@@ -15,6 +15,14 @@ descriptors an exec'd one does; numpy's BLAS threads, which a fork drops, are st
 child's thread counts match an exec'd child's. ``KA_ZYGOTE=0`` turns it off; a zygote that fails to start or
 dies makes the parent start its children by exec, as before.
 
+A batch keeps one zygote per slot instead (``serve(..., slot=True)``, ``verify.batch.zygotes``): it is started
+from a script holding the harness and no kernel, and serves the slot's scripts one after another, each over
+its own connection (``KA_ZYGOTE_FD``). A request then carries the kernel (``embedded``, in a sealed memory
+file the child reads before anything of the kernel runs) and the harness's digest, which must be the zygote's
+own. When a script's connection closes, the children forked for it are killed. Since candidate code descends
+from it, a zygote is not dumpable (no same-user ``ptrace`` or ``/proc/PID/mem``); each child is made dumpable
+again, as an exec'd one is.
+
 Example:
     >>> zygote_enabled({"KA_ZYGOTE": "0"}), zygote_enabled({})
     (False, True)
@@ -32,16 +40,24 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from verify.harness.common import die_with_parent
+from verify.harness.common import die_with_parent, make_non_dumpable, set_dumpable
 
 ZYGOTE_ENV = "KA_ZYGOTE"
 """``0`` starts every child by exec instead of forking it from a zygote."""
 
 ZYGOTE_START_S = 600.0
 """How long a request may wait for the zygote's imports (seconds; a loaded host takes tens)."""
+
+ZYGOTE_FD_ENV = "KA_ZYGOTE_FD"
+"""A descriptor the script inherits: its connection to the batch slot's zygote (``verify.batch.zygotes``)."""
+
+RunMain = Callable[[list[str], "dict[str, Any] | None"], int]
+"""The script's entry point as a zygote calls it: the arguments after ``[python, script]``, and the kernel a
+slot's request carried (None: the zygote's own script's)."""
 
 
 class ZygoteError(RuntimeError):
@@ -56,10 +72,13 @@ def zygote_enabled(env: dict[str, str] | os._Environ[str]) -> bool:
 class Zygote:
     """The parent's handle on a zygote: ``spawn`` forks a child, whose exit the zygote reports back.
 
+    ``Zygote.start`` starts the verification's own zygote; ``Zygote.connect`` uses a batch slot's, through
+    the connection the script inherited.
+
     Example:
         >>> import sys, tempfile
         >>> folder = tempfile.mkdtemp()
-        >>> zygote = Zygote([sys.executable, "-c", "pass"], env={}, cwd=folder)  # exits at once: no zygote
+        >>> zygote = Zygote.start([sys.executable, "-c", "pass"], env={}, cwd=folder)  # exits at once: no zygote
         >>> try:
         ...     zygote.spawn(["x"], env={}, cwd=folder, log_fd=1)
         ... except ZygoteError as error:
@@ -68,16 +87,13 @@ class Zygote:
         >>> zygote.close()
     """
 
-    def __init__(self, argv: list[str], *, env: dict[str, str], cwd: str | os.PathLike[str]) -> None:
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self._log = open(Path(cwd) / "zygote.log", "wb")  # noqa: SIM115 - closed in close()
-        self.process = subprocess.Popen(
-            [*argv, "--role", "zygote", "--channel", str(theirs.fileno())], env=env, cwd=str(cwd),
-            stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT, pass_fds=(theirs.fileno(),),
-            start_new_session=True, close_fds=True,
-        )
-        theirs.close()
-        self._socket = ours
+    def __init__(self, connection: socket.socket, *, process: subprocess.Popen[bytes] | None = None,
+                 log: Any = None, digest: str | None = None, embedded: dict[str, Any] | None = None) -> None:
+        self.process = process
+        self._log = log
+        self._socket = connection
+        self.digest = digest
+        self._embedded_fd = _sealed_json(embedded) if embedded is not None else None
         self._lock = threading.Lock()
         self._changed = threading.Condition()
         self._replies: list[dict[str, Any]] = []
@@ -86,6 +102,39 @@ class Zygote:
         self._broken = ""
         self.forked = 0
         threading.Thread(target=self._read, daemon=True).start()
+
+    @classmethod
+    def start(cls, argv: list[str], *, env: dict[str, str], cwd: str | os.PathLike[str]) -> Zygote:
+        """Start ``argv --role zygote`` in ``cwd`` with ``env``: the verification's own zygote."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        log = open(Path(cwd) / "zygote.log", "wb")  # noqa: SIM115 - closed in close()
+        process = subprocess.Popen(
+            [*argv, "--role", "zygote", "--channel", str(theirs.fileno())], env=env, cwd=str(cwd),
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, pass_fds=(theirs.fileno(),),
+            start_new_session=True, close_fds=True,
+        )
+        theirs.close()
+        return cls(ours, process=process, log=log)
+
+    @classmethod
+    def connect(cls, fd: int, *, digest: str, embedded: dict[str, Any]) -> Zygote:
+        """Use the batch slot's zygote through the inherited connection ``fd``; requests carry ``embedded``
+        (this script's kernel) and ``digest`` (its harness's, ``verify.script.harness_digest``).
+
+        Raises:
+            OSError: ``fd`` is not an open ``SOCK_SEQPACKET`` socket.
+        """
+        connection = socket.socket(fileno=fd)
+        if connection.family != socket.AF_UNIX or connection.type != socket.SOCK_SEQPACKET:
+            connection.detach()
+            raise OSError(f"descriptor {fd} is not a zygote connection")
+        connection.set_inheritable(False)
+        return cls(connection, digest=digest, embedded=embedded)
+
+    @property
+    def shared(self) -> bool:
+        """Whether this is a batch slot's zygote (it serves other scripts before and after this one)."""
+        return self.process is None
 
     def _read(self) -> None:
         while True:
@@ -115,12 +164,14 @@ class Zygote:
         finds its own number for it at that index (``--channel FD``). Its stdout and stderr go to ``log_fd``.
         """
         fds = dict(fds or {})
-        request = {"argv": argv, "env": env, "cwd": str(cwd), "fd_args": list(fds)}
+        request = {"argv": argv, "env": env, "cwd": str(cwd), "fd_args": list(fds),
+                   "embedded": self._embedded_fd is not None, "harness": self.digest}
+        passed = [log_fd, *fds.values(), *([self._embedded_fd] if self._embedded_fd is not None else [])]
         with self._lock:
             if self._gone or self._broken:
                 raise ZygoteError(self._broken or f"the zygote is gone: {self.log_tail()}")
             try:
-                socket.send_fds(self._socket, [json.dumps(request).encode()], [log_fd, *fds.values()])
+                socket.send_fds(self._socket, [json.dumps(request).encode()], passed)
             except OSError as error:
                 raise ZygoteError(f"the zygote took no request: {error}") from error
             with self._changed:
@@ -156,7 +207,10 @@ class Zygote:
             return None
 
     def cpu_s(self) -> float | None:
-        """The zygote's own CPU seconds so far (user and system: its imports, its forks), None once it is gone."""
+        """The zygote's own CPU seconds so far (user and system: its imports, its forks); None once it is gone,
+        and for a slot's, which other scripts share."""
+        if self.process is None:
+            return None
         try:
             fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
             return round((int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), 3)
@@ -165,6 +219,8 @@ class Zygote:
 
     def log_tail(self) -> str:
         """The end of the zygote's own log (its import errors)."""
+        if self._log is None:
+            return "(the batch slot's zygote: its log is the batch's)"
         self._log.flush()
         try:
             return (Path(self._log.name).read_text(errors="replace")[-2000:]).strip() or "(empty log)"
@@ -172,14 +228,46 @@ class Zygote:
             return "(no log)"
 
     def close(self) -> None:
-        """Stop the zygote (and whatever is left of its process group); idempotent."""
+        """Stop the zygote (and whatever is left of its process group); idempotent. A slot's zygote is only
+        disconnected: it kills what it still runs for this script and serves the slot's next one."""
         with contextlib.suppress(OSError):
             self._socket.shutdown(socket.SHUT_RDWR)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait()
+        if self.process is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
         self._socket.close()
-        self._log.close()
+        if self._log is not None:
+            self._log.close()
+        if self._embedded_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._embedded_fd)
+            self._embedded_fd = None
+
+
+def _sealed_json(value: Any) -> int:
+    """A memory file holding ``value`` as JSON, sealed so that no process that gets it can change it."""
+    import fcntl
+
+    fd = os.memfd_create("ka-embedded", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    data = json.dumps(value).encode()
+    written = 0
+    while written < len(data):
+        written += os.write(fd, data[written:])
+    fcntl.fcntl(fd, fcntl.F_ADD_SEALS,
+                fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE)
+    return fd
+
+
+def _read_json(fd: int) -> Any:
+    size = os.fstat(fd).st_size
+    data = b""
+    while len(data) < size:
+        chunk = os.pread(fd, size - len(data), len(data))
+        if not chunk:
+            break
+        data += chunk
+    return json.loads(data)
 
 
 def _alive(pid: int) -> bool:
@@ -231,16 +319,21 @@ def warm_imports() -> None:
             torch.nn.Linear(4, 4, device="meta")(torch.ones(2, 4, device="meta"))
 
 
-def serve(fd: int, run_main: Any) -> int:
+def serve(fd: int, run_main: RunMain, *, slot: bool = False, digest: str | None = None) -> int:
     """The zygote's loop: fork a child per request, report each child's exit; ends when the parent goes.
 
-    ``run_main(argv)`` is the script's entry point, called in the forked child with the arguments after
-    ``[python, script]``.
+    ``run_main(argv, embedded)`` is the script's entry point, called in the forked child with the arguments
+    after ``[python, script]`` and the kernel the request carried (None: the zygote's own script's).
+
+    Without ``slot``, ``fd`` is the one connection, to the verification's parent. With ``slot``, ``fd`` is
+    the batch slot's control socket: each message on it is a ``ping`` (answered ``pong``) or a ``connect``
+    carrying one script's connection; every request must carry its kernel and the harness ``digest``.
     """
     import warnings
 
     die_with_parent()
-    requests = socket.socket(fileno=fd)
+    make_non_dumpable()
+    control = socket.socket(fileno=fd)
     warm_imports()
     # numpy's BLAS threads exist here; the fork keeps only the calling thread and the child starts them again.
     warnings.filterwarnings("ignore", category=DeprecationWarning, message=".*fork.*")
@@ -249,44 +342,108 @@ def serve(fd: int, run_main: Any) -> int:
     os.set_blocking(wake_write, False)
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)
     signal.set_wakeup_fd(wake_write)
+    connections: dict[int, socket.socket] = {} if slot else {control.fileno(): control}
+    owners: dict[int, socket.socket | None] = {}  # a forked child's connection (None: closed)
+    if slot:
+        _send(control, {"ready": True})
     while True:
-        ready, _, _ = select.select([requests, wake_read], [], [], 1.0)
+        watched = [wake_read, *([control] if slot else []), *connections.values()]
+        ready, _, _ = select.select(watched, [], [], 1.0)
         if wake_read in ready:
             with contextlib.suppress(BlockingIOError):
                 os.read(wake_read, 4096)
-        _reap(requests)
-        if requests not in ready:
-            continue
-        try:
-            message, fds, _, _ = socket.recv_fds(requests, 1 << 20, 16)
-        except OSError:
-            return 0
-        if not message:
-            return 0
-        try:
-            request = json.loads(message)
-        except ValueError:
-            request = None
-        if not isinstance(request, dict) or len(fds) != 1 + len(request.get("fd_args", [])):
-            for received in fds:
-                os.close(received)
-            with contextlib.suppress(OSError):
-                requests.send(json.dumps({"error": "malformed request"}).encode())
-            continue
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:
-            _become(request, fds, [requests.fileno(), wake_read, wake_write], run_main)
+        _reap(owners)
+        for sock in ready:
+            if sock is wake_read:
+                continue
+            try:
+                message, fds, _, _ = socket.recv_fds(sock, 1 << 20, 16)
+            except OSError:
+                message, fds = b"", []
+            if sock is control and slot:
+                if not message:
+                    return 0
+                _control(control, message, fds, connections)
+                continue
+            if not message:
+                if not slot:
+                    return 0
+                _disconnect(sock, connections, owners)
+                continue
+            reply = _fork(sock, message, fds, slot, digest, run_main,
+                          [control.fileno(), wake_read, wake_write, *connections])
+            if "pid" in reply:
+                owners[reply["pid"]] = sock
+            if not _send(sock, reply) and not slot:
+                return 0
+
+
+def _send(sock: socket.socket, message: dict[str, Any]) -> bool:
+    try:
+        sock.send(json.dumps(message).encode())
+    except OSError:
+        return False
+    return True
+
+
+def _control(control: socket.socket, message: bytes, fds: list[int], connections: dict[int, socket.socket]) -> None:
+    """A slot's control message: a ping, or one script's connection to serve."""
+    try:
+        request = json.loads(message)
+    except ValueError:
+        request = None
+    if isinstance(request, dict) and request.get("connect") and len(fds) == 1:
+        connection = socket.socket(fileno=fds[0])
+        connections[connection.fileno()] = connection
+        return
+    for received in fds:
+        os.close(received)
+    if isinstance(request, dict) and "ping" in request:
+        _send(control, {"pong": request["ping"]})
+
+
+def _disconnect(connection: socket.socket, connections: dict[int, socket.socket],
+                owners: dict[int, socket.socket | None]) -> None:
+    """A script's connection closed (it ended or was killed): kill what it still runs, each in its session."""
+    for pid in [pid for pid, owner in owners.items() if owner is connection]:
+        # Not reaped yet, so the pid (the child's session and process group) is still this child's.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+        owners[pid] = None
+    connections.pop(connection.fileno(), None)
+    connection.close()
+
+
+def _fork(connection: socket.socket, message: bytes, fds: list[int], slot: bool, digest: str | None,
+          run_main: RunMain, zygote_fds: list[int]) -> dict[str, Any]:
+    """Fork the child a request asks for; the reply (``pid``, or ``error``) for its sender."""
+    try:
+        request = json.loads(message)
+    except ValueError:
+        request = None
+    error = ""
+    if not isinstance(request, dict) or len(fds) != 1 + len(request.get("fd_args", [])) + bool(request.get("embedded")):
+        error = "malformed request"
+    elif slot and not request.get("embedded"):
+        error = "a slot's zygote holds no kernel: the request must carry one"
+    elif slot and request.get("harness") != digest:
+        error = f"the slot's zygote runs harness {digest}, the script {request.get('harness')}"
+    if error:
         for received in fds:
             os.close(received)
-        try:
-            requests.send(json.dumps({"pid": pid}).encode())
-        except OSError:
-            return 0
+        return {"error": error}
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        _become(request, fds, zygote_fds, run_main)
+    for received in fds:
+        os.close(received)
+    return {"pid": pid}
 
 
-def _reap(requests: socket.socket) -> None:
+def _reap(owners: dict[int, socket.socket | None]) -> None:
+    """Wait for every child that ended; tell the script it was forked for, if still connected."""
     while True:
         try:
             pid, status, usage = os.wait4(-1, os.WNOHANG)
@@ -294,12 +451,13 @@ def _reap(requests: socket.socket) -> None:
             return
         if pid == 0:
             return
-        with contextlib.suppress(OSError):
-            requests.send(json.dumps({"exit": pid, "code": os.waitstatus_to_exitcode(status),
-                                      "cpu_s": round(usage.ru_utime + usage.ru_stime, 3)}).encode())
+        owner = owners.pop(pid, None)
+        if owner is not None:
+            _send(owner, {"exit": pid, "code": os.waitstatus_to_exitcode(status),
+                          "cpu_s": round(usage.ru_utime + usage.ru_stime, 3)})
 
 
-def _become(request: dict[str, Any], fds: list[int], zygote_fds: list[int], run_main: Any) -> None:
+def _become(request: dict[str, Any], fds: list[int], zygote_fds: list[int], run_main: RunMain) -> None:
     """In the forked child: take the request's descriptors, folder and environment, run the role, exit."""
     code = 1
     try:
@@ -310,6 +468,13 @@ def _become(request: dict[str, Any], fds: list[int], zygote_fds: list[int], run_
         for own in zygote_fds:
             with contextlib.suppress(OSError):
                 os.close(own)
+        embedded: dict[str, Any] | None = None
+        if request.get("embedded"):
+            # Read while still undumpable, before anything of the kernel runs.
+            embedded = _read_json(fds[-1])
+            os.close(fds[-1])
+            fds = fds[:-1]
+        set_dumpable()
         log_fd, passed = fds[0], fds[1:]
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
@@ -328,7 +493,7 @@ def _become(request: dict[str, Any], fds: list[int], zygote_fds: list[int], run_
         tempfile.tempdir = None
         sys.argv = argv[1:]
         _restart_blas_threads()
-        code = run_main(argv[2:])
+        code = run_main(argv[2:], embedded)
     except SystemExit as stop:
         code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
     except BaseException:
