@@ -111,6 +111,8 @@ def test_the_ray_backend_on_a_local_cpu_instance(tmp_path: Path) -> None:
     assert reports["honest"]["checks"]["correctness"]["verdict"] == "pass"
     assert reports["honest"]["batch"]["build"]["state"] == "built"
     assert (tmp_path / "builds" / reports["honest"]["batch"]["build"]["key"] / "BUILD.json").is_file()
+    # Each Ray worker keeps a zygote for its scripts, as a local slot does.
+    assert all(set(r["children"].values()) == {"forked from the slot's zygote"} for r in reports.values())
 
 
 @pytest.mark.slow

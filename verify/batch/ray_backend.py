@@ -7,7 +7,9 @@ a task holding half of one of Ray's GPUs (Ray sets ``CUDA_VISIBLE_DEVICES``; the
 keeps the two tasks' GPU work apart and they share the task's baselines, as in the local batch): it
 unpacks the build into its own node's cache when that lacks it, runs the eval script exactly as the local
 batch does, and returns the report. The driver hands reports to ``on_result`` as they complete, so the archive, the resume and the
-progress display are the local batch's. Without ``cuda`` (CPU tests) a verification takes one CPU.
+progress display are the local batch's. Without ``cuda`` (CPU tests) a verification takes one CPU. A Ray worker
+process runs one task at a time and stays for the next, so it keeps a zygote for its scripts as a local slot does
+(``verify.batch.zygotes``).
 
 Example:
     >>> ray_init_arguments("local", "/repo")["runtime_env"]["env_vars"]["PYTHONPATH"].split(os.pathsep)[0]
@@ -31,6 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 from verify.batch.build_cache import MARKER, BuildCache, BuildResult, Toolchain
 from verify.batch.workers import SLOTS_PER_GPU, Finished, batch_record, gate_environment, verify_one
+from verify.batch.zygotes import SlotZygotes, slot_zygotes_enabled
+from verify.harness.parent import scrubbed_environment
 from verify.runner import BatchStopped
 
 if TYPE_CHECKING:
@@ -94,6 +98,27 @@ def _build_task(job: VerifyJob, options: VerifyOptions, root: str, toolchain: To
     return result, pack_entry(result.entry) if result.state != "failed" else None
 
 
+_worker_zygotes: dict[tuple[tuple[str, str], ...], SlotZygotes] = {}
+
+
+def worker_zygotes(python: str, env: dict[str, str]) -> SlotZygotes:
+    """This process's zygote for scripts started with ``env``: a new one when the part of the environment a zygote
+    keeps (the allowlisted variables, the GPU among them) differs from the last task's.
+
+    Example:
+        >>> worker_zygotes(sys.executable, {"KA_SLOT_ZYGOTE": "0"}) is worker_zygotes(sys.executable, {"KA_SLOT_ZYGOTE": "0"})
+        True
+    """
+    merged = {**os.environ, **env}
+    key = (("slot zygote", str(slot_zygotes_enabled(merged))), *sorted(scrubbed_environment(merged, "").items()))
+    if key not in _worker_zygotes:
+        for stale in _worker_zygotes.values():
+            stale.close()
+        _worker_zygotes.clear()
+        _worker_zygotes[key] = SlotZygotes(python, env)
+    return _worker_zygotes[key]
+
+
 def _verify_task(job: VerifyJob, options: VerifyOptions, root: str, toolchain: Toolchain,
                  built: tuple[BuildResult, bytes | None] | None, batch: tuple[str, str],
                  stop_at: float | None = None) -> Finished | None:
@@ -113,7 +138,8 @@ def _verify_task(job: VerifyJob, options: VerifyOptions, root: str, toolchain: T
     env |= gate_environment(str(folder), key, gpu)
     t0 = time.monotonic()
     try:
-        report = verify_one(job, options, build=build, env=env, stop_at=stop_at)
+        report = verify_one(job, options, build=build, env=env, stop_at=stop_at,
+                            zygotes=worker_zygotes(options.python, env))
     except BatchStopped:
         return None
     seconds = time.monotonic() - t0
