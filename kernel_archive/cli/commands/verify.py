@@ -60,7 +60,8 @@ Batches (any selection: --source, --task, --level, --category, --tag, --hand-wri
 run as a pipeline: kernels are built on every CPU core into a shared build cache, verified several at a
 time on each GPU (--slots-per-gpu; at most KA_GPU_SEATS of them, default 3, on the GPU at once, any others
 starting up or judging meanwhile; their untimed work overlaps; every timed series has the GPU to itself;
-KA_GPU_GATE_MODE=exclusive gives each verification the GPU alone throughout), stored as each finishes, and
+KA_GPU_GATE_MODE=exclusive gives each verification the GPU alone throughout; each slot forks its scripts'
+children from one zygote that imported torch once, KA_SLOT_ZYGOTE=0 for one per script), stored as each finishes, and
 skipped when already verified by this harness version (so an interrupted batch resumes; --force verifies
 again). --ray ADDRESS runs the same on a Ray cluster.
 See docs/verify-batch.md.
