@@ -112,7 +112,7 @@ def test_a_request_from_another_harness_is_refused_and_the_child_runs_by_exec(sl
     assert report.returncode != 0 and "NameError" in report.log_tail
 
 
-def test_a_stopped_zygote_is_replaced_before_the_next_script(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_stopped_or_killed_zygote_is_replaced_before_the_next_script(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(zygotes_module, "PING_S", 1.0)
     env = with_repo(dict(os.environ))
     zygotes = SlotZygotes(sys.executable, env)
@@ -132,7 +132,18 @@ def test_a_stopped_zygote_is_replaced_before_the_next_script(tmp_path: Path, mon
             assert (extra, fds) == ({}, ()), "a stopped zygote gets no script"
         assert zygotes.replaced == 1 and zygotes.current is None
         with zygotes.for_script() as (extra, fds):
-            assert zygotes.current is not None and zygotes.current is not first and fds
+            second = zygotes.current
+            assert second is not None and second is not first and fds
+        zygote = _connect(second, "warm")
+        try:
+            assert _child(tmp_path / "warm-again", zygote).wait(60).returncode == 0
+        finally:
+            zygote.close()
+        os.kill(second.process.pid, signal.SIGKILL)  # killed once ready, it is replaced as well
+        second.process.wait(30)
+        with zygotes.for_script() as (extra, fds):
+            assert (extra, fds) == ({}, ())
+        assert zygotes.replaced == 2 and zygotes.enabled
     finally:
         zygotes.close()
 

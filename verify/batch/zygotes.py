@@ -84,10 +84,8 @@ class SlotZygote:
         Until the zygote has imported torch there is no ping: the first script's requests wait in its
         connection, as they would for a zygote of its own.
         """
-        if self.process.poll() is not None:
-            return None
-        self._drain(0.0)
-        if self.ready and not self._ping():
+        self._drain(0.0)  # first: a zygote killed since it said it was ready still counts as having been ready
+        if self.process.poll() is not None or (self.ready and not self._ping()):
             return None
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
