@@ -29,6 +29,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -168,7 +169,7 @@ class SlotZygotes:
         self.replaced = 0
 
     @contextlib.contextmanager
-    def for_script(self) -> Any:
+    def for_script(self) -> Iterator[tuple[dict[str, str], tuple[int, ...]]]:
         """The environment and descriptors to add to one script's start; its connection closes after."""
         connection = self._connection() if self.enabled else None
         try:
