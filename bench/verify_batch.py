@@ -15,7 +15,9 @@ at once (``slots_per_gpu``, ``gpu_seats``).
 share of the cold pass a GPU's gate was held at all, ``gpu_alone_share_cold`` held alone (timed work, or the
 whole hold in the exclusive mode), averaged over the GPUs (``verify.batch.stats.gpu_occupancy``).
 ``alone_wait_mean_s_cold`` and ``alone_wait_median_s_cold``: how long a kernel waited in all for the GPU alone
-(``verify.batch.stats.alone_waits``). ``host_cpu_s_per_kernel_cold``: the host CPU seconds (user and system, every
+(``verify.batch.stats.alone_waits``). ``ready_median_s_cold``, ``seat_wait_median_s_cold`` and
+``seat_hold_median_s_cold``: when a kernel was ready for the GPU, how long it then waited for a seat and how long it
+held one (``verify.batch.stats.seat_times``). ``host_cpu_s_per_kernel_cold``: the host CPU seconds (user and system, every
 process of the pass: builds, scripts, children) per kernel finished, and ``cpu_s_by_process_cold`` the mean of each
 of a kernel's processes (``verify.batch.stats.cpu_by_process``); ``--no-zygote`` starts each verification's
 children by exec instead of forking them from one zygote (``zygote`` says which), and ``--no-slot-zygote`` forks them
@@ -67,7 +69,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from verify.batch.stats import BatchStats, alone_waits, cpu_by_process, gpu_occupancy  # noqa: E402
+from verify.batch.stats import BatchStats, alone_waits, cpu_by_process, gpu_occupancy, seat_times  # noqa: E402
 from verify.batch.workers import BATCH_GATE_MODE, SLOTS_PER_GPU, gpu_seats  # noqa: E402
 from verify.batch.zygotes import SLOT_ZYGOTE_ENV, slot_zygotes_enabled  # noqa: E402
 from verify.harness.gate import GATE_MODES  # noqa: E402
@@ -488,6 +490,7 @@ def main() -> int:
         "slots_per_gpu": args.slots_per_gpu or SLOTS_PER_GPU, "gpu_seats": gpu_seats(),
         **{f"{k}_cold": v for k, v in gpu_occupancy(list(cold.reports.values())).items()},
         **{f"{k}_cold": v for k, v in alone_waits(list(cold.reports.values())).items()},
+        **{f"{k}_cold": v for k, v in seat_times(list(cold.reports.values())).items()},
         "host_cpu_s_per_kernel_cold": round(cold.cpu_s / cold.stats.done, 2) if cold.stats.done else None,
         "cpu_s_by_process_cold": cpu_by_process(list(cold.reports.values())),
         "zygote": zygote_enabled(os.environ),

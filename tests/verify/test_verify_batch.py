@@ -16,7 +16,7 @@ from verify.batch import build_cache, workers
 from verify.batch.build_cache import BuildCache, BuildResult, Toolchain
 from verify.batch.plan import make_plan, task_of
 from verify.batch.progress import summary_table
-from verify.batch.stats import BatchStats, time_shares
+from verify.batch.stats import BatchStats, seat_times, time_shares
 from verify.batch.workers import LocalBatch, parse_gpus
 from verify.pipeline import VerifyJob, verify_jobs
 from verify.runner import BatchStopped, VerifyError, VerifyOptions, run_script
@@ -229,6 +229,17 @@ def test_batch_stats_rate_eta_and_shares() -> None:
     assert (stats.timed, stats.host_bound) == (2, 1)
     rows = {cells[0]: cells[1] for cells in zip(*[c._cells for c in summary_table(stats).columns], strict=True)}
     assert rows["timed calls mostly host time"] == "1 of 2 (GPU busy < 50%)"
+
+
+def test_seat_times_take_the_later_of_the_compile_and_the_trusted_child_and_skip_scripts_without_a_gate() -> None:
+    late_trusted = {"timeline": [[0.5, "parent", "compile-needs-gpu"], [2.0, "trusted", "mark:ready"],
+                                 [2.5, "parent", "gpu-gate"], [9.5, "parent", "run-collected"]]}
+    crashed = {"timeline": [[0.3, "trusted", "mark:ready"], [1.0, "parent", "compiled-without-gpu"],
+                            [5.0, "parent", "gpu-gate"]]}
+    no_gate = {"timeline": [[0.3, "trusted", "mark:ready"], [1.0, "compile", "exit"]]}
+    assert seat_times([late_trusted, crashed, no_gate]) == {
+        "ready_median_s": 1.5, "seat_wait_median_s": 2.25, "seat_hold_median_s": 7.0}
+    assert seat_times([no_gate]) == {"ready_median_s": None, "seat_wait_median_s": None, "seat_hold_median_s": None}
 
 
 def test_time_shares_without_a_run_child_count_everything_else_as_other() -> None:

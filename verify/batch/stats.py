@@ -221,6 +221,42 @@ def alone_waits(reports: list[dict[str, Any]]) -> dict[str, float | None]:
             "alone_wait_median_s": round(statistics.median(totals), 3)}
 
 
+def seat_times(reports: list[dict[str, Any]]) -> dict[str, float | None]:
+    """Medians, in seconds, of when a kernel was ready for the GPU, how long it then waited for its seat, and how
+    long it held the seat, over the reports of scripts behind a batch's gate.
+
+    Ready is the later of the trusted child's ``mark:ready`` and the compile step before the gate
+    (``compiled-without-gpu`` or ``compile-needs-gpu``), from the start of the verification (the timeline's
+    origin). The wait runs from there to ``gpu-gate``, and the hold from ``gpu-gate`` to ``run-collected``,
+    after which the script gives its seat back and judges.
+
+    Example:
+        >>> timeline = [[0.8, "trusted", "mark:ready"], [1.0, "parent", "compiled-without-gpu"],
+        ...             [4.0, "parent", "gpu-gate"], [16.0, "parent", "run-collected"]]
+        >>> seat_times([{"timeline": timeline}, {"timeline": []}])
+        {'ready_median_s': 1.0, 'seat_wait_median_s': 3.0, 'seat_hold_median_s': 12.0}
+    """
+    ready, waits, holds = [], [], []
+    for report in reports:
+        timeline = report.get("timeline") or []
+        gate, collected = _at(timeline, "parent", "gpu-gate"), _at(timeline, "parent", "run-collected")
+        compiled = [t for t in (_at(timeline, "parent", "compiled-without-gpu"),
+                                _at(timeline, "parent", "compile-needs-gpu")) if t is not None]
+        trusted = _at(timeline, "trusted", "mark:ready")
+        if gate is None or not compiled or trusted is None:
+            continue
+        ready.append(max(compiled[0], trusted))
+        waits.append(max(0.0, gate - ready[-1]))
+        if collected is not None:
+            holds.append(collected - gate)
+    return {"ready_median_s": _median(ready), "seat_wait_median_s": _median(waits),
+            "seat_hold_median_s": _median(holds)}
+
+
+def _median(values: list[float]) -> float | None:
+    return round(statistics.median(values), 3) if values else None
+
+
 def cpu_by_process(reports: list[dict[str, Any]]) -> dict[str, float]:
     """Mean CPU seconds a kernel's processes took, by process, over the reports that say (``cpu_s``).
 
