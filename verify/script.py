@@ -103,6 +103,7 @@ def harness_text() -> str:
     return "\n".join(parts)
 
 
+@functools.cache
 def harness_digest() -> str:
     """The SHA-256 of ``harness_text()``: a batch slot's zygote serves only scripts with the same harness."""
     return hashlib.sha256(harness_text().encode()).hexdigest()

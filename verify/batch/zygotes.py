@@ -24,17 +24,14 @@ import json
 import logging
 import os
 import select
-import signal
 import socket
-import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from verify.harness.parent import scrubbed_environment
-from verify.harness.zygote import ZYGOTE_FD_ENV, zygote_enabled
+from verify.harness.zygote import ZYGOTE_FD_ENV, launch_zygote, log_tail, stop_zygote, zygote_enabled
 
 _log = logging.getLogger(__name__)
 
@@ -67,14 +64,9 @@ class SlotZygote:
         if script is None:
             script = folder / "zygote.py"
             script.write_text(render_zygote_script())
-        self._control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self._log = open(folder / "zygote.log", "wb")  # noqa: SIM115 - closed in close()
-        self.process = subprocess.Popen(
-            [python, str(script), "--role", "zygote", "--slot", "--channel", str(theirs.fileno())],
-            env=scrubbed_environment(env, str(folder / "home")), cwd=str(folder / "home"), stdin=subprocess.DEVNULL,
-            stdout=self._log, stderr=subprocess.STDOUT, pass_fds=(theirs.fileno(),), start_new_session=True,
-        )
-        theirs.close()
+        self._control, self.process, self._log = launch_zygote(
+            [python, str(script), "--role", "zygote", "--slot"], env=scrubbed_environment(env, str(folder / "home")),
+            cwd=folder / "home", log_path=folder / "zygote.log")
         self.ready = False
         self.served = 0
         self._pings = 0
@@ -105,47 +97,34 @@ class SlotZygote:
             self._control.send(json.dumps({"ping": self._pings}).encode())
         except OSError:
             return False
-        return any(m.get("pong") == self._pings for m in self._drain(PING_S, until_pong=self._pings))
+        return self._drain(PING_S, pong=self._pings)
 
-    def _drain(self, wait_s: float, until_pong: int | None = None) -> list[dict[str, Any]]:
-        """Read the control messages waiting (for up to ``wait_s``, until the pong ``until_pong``)."""
-        messages: list[dict[str, Any]] = []
+    def _drain(self, wait_s: float, pong: int | None = None) -> bool:
+        """Read the control messages waiting, for up to ``wait_s``; whether the awaited ``pong`` came."""
         deadline = time.monotonic() + wait_s
         while True:
             ready, _, _ = select.select([self._control], [], [], max(0.0, deadline - time.monotonic()))
             if not ready:
-                return messages
+                return False
             try:
                 data = self._control.recv(65536)
             except OSError:
-                return messages
+                return False
             if not data:
-                return messages
+                return False
             with contextlib.suppress(ValueError):
                 message = json.loads(data)
-                messages.append(message)
                 self.ready = self.ready or bool(message.get("ready"))
-                if until_pong is not None and message.get("pong") == until_pong:
-                    return messages
+                if pong is not None and message.get("pong") == pong:
+                    return True
 
     def log_tail(self) -> str:
         """The end of the zygote's log (its import errors)."""
-        with contextlib.suppress(ValueError):
-            self._log.flush()
-        try:
-            return Path(self._log.name).read_text(errors="replace")[-2000:].strip() or "(empty log)"
-        except OSError:
-            return "(no log)"
+        return log_tail(self._log)
 
     def close(self) -> None:
         """Stop the zygote and whatever it still runs; idempotent."""
-        with contextlib.suppress(OSError):
-            self._control.shutdown(socket.SHUT_RDWR)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait()
-        self._control.close()
-        self._log.close()
+        stop_zygote(self._control, self.process, self._log)
         self._folder.cleanup()
 
 

@@ -42,7 +42,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from verify.harness.common import die_with_parent, make_non_dumpable, set_dumpable
 
@@ -106,14 +106,8 @@ class Zygote:
     @classmethod
     def start(cls, argv: list[str], *, env: dict[str, str], cwd: str | os.PathLike[str]) -> Zygote:
         """Start ``argv --role zygote`` in ``cwd`` with ``env``: the verification's own zygote."""
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        log = open(Path(cwd) / "zygote.log", "wb")  # noqa: SIM115 - closed in close()
-        process = subprocess.Popen(
-            [*argv, "--role", "zygote", "--channel", str(theirs.fileno())], env=env, cwd=str(cwd),
-            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, pass_fds=(theirs.fileno(),),
-            start_new_session=True, close_fds=True,
-        )
-        theirs.close()
+        ours, process, log = launch_zygote([*argv, "--role", "zygote"], env=env, cwd=cwd,
+                                           log_path=Path(cwd) / "zygote.log")
         return cls(ours, process=process, log=log)
 
     @classmethod
@@ -221,28 +215,54 @@ class Zygote:
         """The end of the zygote's own log (its import errors)."""
         if self._log is None:
             return "(the batch slot's zygote: its log is the batch's)"
-        self._log.flush()
-        try:
-            return (Path(self._log.name).read_text(errors="replace")[-2000:]).strip() or "(empty log)"
-        except OSError:
-            return "(no log)"
+        return log_tail(self._log)
 
     def close(self) -> None:
         """Stop the zygote (and whatever is left of its process group); idempotent. A slot's zygote is only
         disconnected: it kills what it still runs for this script and serves the slot's next one."""
-        with contextlib.suppress(OSError):
-            self._socket.shutdown(socket.SHUT_RDWR)
-        if self.process is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
-        self._socket.close()
-        if self._log is not None:
-            self._log.close()
+        stop_zygote(self._socket, self.process, self._log)
         if self._embedded_fd is not None:
             with contextlib.suppress(OSError):
                 os.close(self._embedded_fd)
             self._embedded_fd = None
+
+
+def launch_zygote(argv: list[str], *, env: dict[str, str], cwd: str | os.PathLike[str],
+                  log_path: Path) -> tuple[socket.socket, subprocess.Popen[bytes], BinaryIO]:
+    """Start a zygote's command ``argv --channel FD`` in a new session, its output in ``log_path``: this side of
+    its socket, the process, and the open log (the caller closes both)."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    log = open(log_path, "wb")  # noqa: SIM115 - the caller closes it
+    process = subprocess.Popen(
+        [*argv, "--channel", str(theirs.fileno())], env=env, cwd=str(cwd), stdin=subprocess.DEVNULL, stdout=log,
+        stderr=subprocess.STDOUT, pass_fds=(theirs.fileno(),), start_new_session=True, close_fds=True,
+    )
+    theirs.close()
+    return ours, process, log
+
+
+def stop_zygote(connection: socket.socket, process: subprocess.Popen[bytes] | None, log: BinaryIO | None) -> None:
+    """Undo ``launch_zygote``: close the socket and the log, and kill the zygote's process group (when ``process``
+    is ours; its forked children die with it)."""
+    with contextlib.suppress(OSError):
+        connection.shutdown(socket.SHUT_RDWR)
+    if process is not None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    connection.close()
+    if log is not None:
+        log.close()
+
+
+def log_tail(log: BinaryIO) -> str:
+    """The end of a zygote's log (its import errors)."""
+    with contextlib.suppress(ValueError):
+        log.flush()
+    try:
+        return Path(log.name).read_text(errors="replace")[-2000:].strip() or "(empty log)"
+    except OSError:
+        return "(no log)"
 
 
 def _sealed_json(value: Any) -> int:
