@@ -253,6 +253,43 @@ def seat_times(reports: list[dict[str, Any]]) -> dict[str, float | None]:
             "seat_hold_median_s": _median(holds)}
 
 
+def timing_moves(reports: dict[str, dict[str, Any]], against: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """How far the same kernels' times moved between two batches, host-bound and device-bound apart.
+
+    For every key with a speedup in both (``speed.speedup_eager``, and the candidate's own ``speed.kernel_ms``),
+    the move is ``|a / b - 1|`` in percent; a kernel is host-bound when either report has its GPU busy under
+    ``HOST_BOUND_BUSY`` of the timed call. Medians and 90th percentiles.
+
+    Example:
+        >>> a = {"k": {"speed": {"speedup_eager": 1.1, "kernel_ms": 2.0, "gpu_busy": 0.9}}}
+        >>> b = {"k": {"speed": {"speedup_eager": 1.0, "kernel_ms": 2.0, "gpu_busy": 0.9}}}
+        >>> timing_moves(a, b)["device_bound"]
+        {'n': 1, 'speedup_median_pct': 10.0, 'speedup_p90_pct': 10.0, 'kernel_ms_median_pct': 0.0, 'kernel_ms_p90_pct': 0.0}
+    """
+    groups: dict[str, dict[str, list[float]]] = {"host_bound": {"speedup": [], "kernel_ms": []},
+                                                  "device_bound": {"speedup": [], "kernel_ms": []}}
+    for key, report in reports.items():
+        other = against.get(key)
+        if other is None:
+            continue
+        here, there = report.get("speed") or {}, other.get("speed") or {}
+        if not (here.get("speedup_eager") and there.get("speedup_eager")):
+            continue
+        busy = [b for b in (gpu_busy(report), gpu_busy(other)) if b is not None]
+        group = groups["host_bound" if busy and min(busy) < HOST_BOUND_BUSY else "device_bound"]
+        group["speedup"].append(abs(here["speedup_eager"] / there["speedup_eager"] - 1) * 100)
+        if here.get("kernel_ms") and there.get("kernel_ms"):
+            group["kernel_ms"].append(abs(here["kernel_ms"] / there["kernel_ms"] - 1) * 100)
+    out: dict[str, Any] = {}
+    for name, figures in groups.items():
+        out[name] = {"n": len(figures["speedup"])}
+        for figure, moves in figures.items():
+            out[name][f"{figure}_median_pct"] = round(statistics.median(moves), 2) if moves else None
+            out[name][f"{figure}_p90_pct"] = (round(statistics.quantiles(moves, n=10, method="inclusive")[-1], 2)
+                                              if len(moves) > 1 else (round(moves[0], 2) if moves else None))
+    return out
+
+
 def _median(values: list[float]) -> float | None:
     return round(statistics.median(values), 3) if values else None
 
