@@ -22,8 +22,6 @@ process of the pass: builds, scripts, children) per kernel finished, and ``cpu_s
 of a kernel's processes (``verify.batch.stats.cpu_by_process``); ``--no-zygote`` starts each verification's
 children by exec instead of forking them from one zygote (``zygote`` says which), and ``--no-slot-zygote`` forks them
 from a zygote of each script's own instead of its batch slot's (``slot_zygote``; ``verify.batch.zygotes``).
-``--timing-cpus N`` keeps N CPUs per GPU for the process that times (``KA_TIMING_CPUS_PER_GPU``; 0: none;
-default: ``verify.batch.cpus``), and ``timing_cpus`` names those the cold pass's kernels timed on.
 ``--against REPORTS.jsonl`` (another run's ``reports-cold.jsonl``) adds ``timing_moves_cold``: how far the same
 kernels' speedups and kernel times moved between that run and this cold pass, host-bound and device-bound apart
 (``verify.batch.stats.timing_moves``).
@@ -74,7 +72,6 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from verify.batch.cpus import TIMING_CPUS_ENV  # noqa: E402
 from verify.batch.stats import (  # noqa: E402
     BatchStats,
     alone_waits,
@@ -456,9 +453,6 @@ def main() -> int:
                         help="each verification starts a zygote of its own instead of using its batch slot's, "
                              "which imported torch once for all the slot's kernels (KA_SLOT_ZYGOTE=0; "
                              "verify.batch.zygotes)")
-    parser.add_argument("--timing-cpus", type=int, metavar="N",
-                        help="CPUs kept per GPU for the process timing on it, off every other process of the batch "
-                             "(KA_TIMING_CPUS_PER_GPU; 0: none; default: 2 where 6 a GPU remain; verify.batch.cpus)")
     parser.add_argument("--against", type=Path, metavar="REPORTS.jsonl",
                         help="another run's reports-cold.jsonl: say how far the same kernels' timings moved")
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"), help="cpu only exercises the logic")
@@ -486,8 +480,6 @@ def main() -> int:
         os.environ[ZYGOTE_ENV] = "0"
     if not args.slot_zygote:
         os.environ[SLOT_ZYGOTE_ENV] = "0"
-    if args.timing_cpus is not None:
-        os.environ[TIMING_CPUS_ENV] = str(args.timing_cpus)
     if args.against is not None and not args.against.is_file():
         parser.error(f"--against: no reports file at {args.against}")
     if args.child:
@@ -527,9 +519,6 @@ def main() -> int:
         "cpu_s_by_process_cold": cpu_by_process(list(cold.reports.values())),
         "zygote": zygote_enabled(os.environ),
         "slot_zygote": slot_zygotes_enabled(os.environ),
-        "timing_cpus": {gpu: cpus for r in cold.reports.values()
-                        if (cpus := (r.get("gate") or {}).get("timing_cpus"))
-                        for gpu in [(r.get("batch") or {}).get("gpu")]} or None,
     }
     if args.against is not None:
         result["timing_moves_cold"] = timing_moves(cold.reports, read_reports(args.against))

@@ -119,7 +119,6 @@ def _verify_batch(
     import time
 
     from verify.batch.build_cache import BuildCache, default_root, detect_toolchain
-    from verify.batch.cpus import plan_cpus, requested_per_gpu
     from verify.batch.plan import make_plan
     from verify.batch.workers import (
         SLOTS_PER_GPU,
@@ -159,10 +158,7 @@ def _verify_batch(
         return summary
     gpu_ids = parse_gpus(gpus)
     cache = BuildCache(root, toolchain) if use_cache and toolchain is not None else None
-    # Off the GPU the host's cores are what is timed, so CPUs are kept only where asked for.
-    cpus = plan_cpus(gpu_ids, None if options.device == "cuda" else requested_per_gpu() or 0)
-    workers = compile_workers or default_compile_workers(len(gpu_ids), min(slots, gpu_seats()),
-                                                         len(cpus.shared) if cpus.timing else None)
+    workers = compile_workers or default_compile_workers(len(gpu_ids), min(slots, gpu_seats()))
     LocalBatch(plan.todo, options, gpus=gpu_ids, compile_workers=workers, cache=cache, deadline=deadline,
-               stop_at=stop_at, slots=slots, cpus=cpus).run(finished)
+               stop_at=stop_at, slots=slots).run(finished)
     return summary

@@ -82,6 +82,14 @@ def test_a_resumed_run_verifies_only_what_its_reports_file_lacks(tmp_path: Path)
                "--trials", "1", "--target-seconds", "0.05", "--budget-s", "400", "--kill-kernels", "0", "--no-alone",
                "--build-cache", str(tmp_path / "builds"), "--out", str(out), "--json"]
     out.mkdir()
+    # Another run's reports, to say how far this run's timings moved from them (a device-bound kernel there).
+    against = tmp_path / "against.jsonl"
+    against.write_text(json.dumps({"key": "L1-T2", "report": {"speed": {"speedup_eager": 1.0, "kernel_ms": 1.0,
+                                                                         "gpu_busy": 0.9}}}) + "\n{\"key\": ")
+    missing = subprocess.run([*command, "--against", str(tmp_path / "nowhere.jsonl")], capture_output=True, text=True,
+                             cwd=REPO, timeout=900, check=False)
+    assert missing.returncode == 2 and "--against: no reports file at" in missing.stderr
+    command += ["--against", str(against)]
     (out / "reports-cold.jsonl").write_text(json.dumps({"key": "L1-T1", "report": {"status": "flagged"}}) + "\n{\"key\": ")
     first = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=900, check=False)
     assert first.returncode == 0, first.stderr[-3000:]
@@ -90,6 +98,8 @@ def test_a_resumed_run_verifies_only_what_its_reports_file_lacks(tmp_path: Path)
     assert result["kernels_per_min_warm"] is None and result["n_warm"] == 0
     keys = [json.loads(line)["key"] for line in (out / "reports-cold.jsonl").read_text().splitlines()[2:]]
     assert keys == ["L1-T2"]
+    assert result["timing_moves_cold"]["device_bound"]["n"] == 1 and result["timing_moves_cold"]["host_bound"]["n"] == 0
+    assert result["timing_moves_cold"]["device_bound"]["speedup_median_pct"] >= 0
     again = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=900, check=False)
     assert json.loads(again.stdout.strip().splitlines()[-1])["n_cold"] == 0
 

@@ -16,7 +16,7 @@ from verify.batch import build_cache, workers
 from verify.batch.build_cache import BuildCache, BuildResult, Toolchain
 from verify.batch.plan import make_plan, task_of
 from verify.batch.progress import summary_table
-from verify.batch.stats import BatchStats, seat_times, time_shares
+from verify.batch.stats import BatchStats, seat_times, time_shares, timing_moves
 from verify.batch.workers import LocalBatch, parse_gpus
 from verify.pipeline import VerifyJob, verify_jobs
 from verify.runner import BatchStopped, VerifyError, VerifyOptions, run_script
@@ -240,6 +240,25 @@ def test_seat_times_take_the_later_of_the_compile_and_the_trusted_child_and_skip
     assert seat_times([late_trusted, crashed, no_gate]) == {
         "ready_median_s": 1.5, "seat_wait_median_s": 2.25, "seat_hold_median_s": 7.0}
     assert seat_times([no_gate]) == {"ready_median_s": None, "seat_wait_median_s": None, "seat_hold_median_s": None}
+
+
+def _speed(speedup: float, kernel_ms: float, busy: float | None) -> dict[str, Any]:
+    return {"speed": {"speedup_eager": speedup, "kernel_ms": kernel_ms} | ({"gpu_busy": busy} if busy else {})}
+
+
+def test_timing_moves_compare_the_same_kernels_host_bound_and_device_bound_apart() -> None:
+    now = {"host": _speed(1.5, 0.2, 0.3), "busy-then": _speed(2.0, 1.0, 0.9), "device": _speed(1.1, 1.0, 0.95),
+           "only-now": _speed(9.0, 1.0, 0.9), "no-speedup": {"speed": {"kernel_ms": 1.0}}}
+    then = {"host": _speed(1.0, 0.1, 0.4), "busy-then": _speed(2.0, 1.25, 0.2), "device": _speed(1.0, 1.0, None),
+            "no-speedup": _speed(1.0, 1.0, 0.9)}
+    moves = timing_moves(now, then)
+    # "busy-then" was host-bound in one of the two runs, so it counts as host-bound.
+    assert moves["host_bound"] == {"n": 2, "speedup_median_pct": 25.0, "speedup_p90_pct": 45.0,
+                                   "kernel_ms_median_pct": 60.0, "kernel_ms_p90_pct": 92.0}
+    assert moves["device_bound"] == {"n": 1, "speedup_median_pct": 10.0, "speedup_p90_pct": 10.0,
+                                     "kernel_ms_median_pct": 0.0, "kernel_ms_p90_pct": 0.0}
+    assert timing_moves(now, {})["host_bound"] == {"n": 0, "speedup_median_pct": None, "speedup_p90_pct": None,
+                                                   "kernel_ms_median_pct": None, "kernel_ms_p90_pct": None}
 
 
 def test_time_shares_without_a_run_child_count_everything_else_as_other() -> None:

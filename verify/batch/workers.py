@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from verify.batch.build_cache import BuildCache, BuildResult, stop_prebuilds
-from verify.batch.cpus import CpuPlan
 from verify.batch.zygotes import SlotZygotes
 from verify.harness.gate import parse_seats
 from verify.runner import BatchStopped, VerifyError, VerifyOptions, verify_code
@@ -84,9 +83,8 @@ def visible_gpus() -> list[str]:
     return [line.strip() for line in out.splitlines() if line.strip()]
 
 
-def default_compile_workers(gpus: int = 1, seats: int = GPU_SEATS, cores: int | None = None) -> int:
-    """Builds at once: one per core left after the GPU seats' own processes (of ``cores``, default this
-    process's; a batch passes the CPUs it shares, ``verify.batch.cpus``).
+def default_compile_workers(gpus: int = 1, seats: int = GPU_SEATS) -> int:
+    """Builds at once: one per core left after the GPU seats' own processes.
 
     Most kernels are one translation unit (a ``.cu``), so a build mostly keeps one core busy; the builds run
     at a lower priority (``build_cache.BUILD_NICE``), so a verification's processes get the cores they need
@@ -97,8 +95,7 @@ def default_compile_workers(gpus: int = 1, seats: int = GPU_SEATS, cores: int | 
         >>> default_compile_workers(0) >= 1
         True
     """
-    if cores is None:
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 2)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 2)
     return max(1, cores - seats * gpus)
 
 
@@ -184,9 +181,8 @@ class LocalBatch:
 
     def __init__(self, jobs: list[VerifyJob], options: VerifyOptions, *, gpus: list[str],
                  compile_workers: int, cache: BuildCache | None, deadline: float | None = None,
-                 stop_at: float | None = None, slots: int = SLOTS_PER_GPU, cpus: CpuPlan | None = None) -> None:
+                 stop_at: float | None = None, slots: int = SLOTS_PER_GPU) -> None:
         self.slots = max(1, slots)
-        self.cpus = cpus or CpuPlan(frozenset())
         self._gates = tempfile.TemporaryDirectory(prefix="ka-gpu-gates-")
         self._baseline_key = secrets.token_hex(32)
         self.jobs = jobs
@@ -219,11 +215,10 @@ class LocalBatch:
 
     def _gpu_worker(self, gpu: str) -> None:
         env = {"CUDA_VISIBLE_DEVICES": gpu} if self.options.device == "cuda" else {}
-        env |= gate_environment(self._gates.name, self._baseline_key, gpu) | self.cpus.environment(gpu)
+        env |= gate_environment(self._gates.name, self._baseline_key, gpu)
         if self.cache is not None:
             env |= self.cache.environment()
         try:
-            self.cpus.confine()
             # Closed before this slot says it is done: the batch's end then finds its zygote waited for.
             with contextlib.closing(SlotZygotes(self.options.python, env)) as zygotes:
                 while (job := self._next_job()) is not None:
@@ -254,8 +249,7 @@ class LocalBatch:
         ``time.time()``) the jobs still running then are stopped (``stopped`` lists them). Neither kind is
         reported, and a later batch picks them up (resume).
         """
-        pool = ThreadPoolExecutor(self.compile_workers, thread_name_prefix="ka-build",
-                                  initializer=self.cpus.confine) if self.cache else None
+        pool = ThreadPoolExecutor(self.compile_workers, thread_name_prefix="ka-build") if self.cache else None
         threads: list[threading.Thread] = []
         try:
             if pool is not None and self.cache is not None:

@@ -24,7 +24,7 @@ import itertools
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -371,38 +371,11 @@ def alone_on_gpu(job: dict[str, Any], channel: Any, sync: Callable[[], None]) ->
         return
     sync()
     _ask(job, channel, "alone")
-    before = move_threads(job.get("timing_cpus"))
     try:
         yield
     finally:
         sync()
-        move_threads(before)
         _ask(job, channel, "shared")
-
-
-def move_threads(cpus: Iterable[int] | None) -> set[int] | None:
-    """Move every thread of this process onto ``cpus``; returns the CPUs the calling thread had (None: no move).
-
-    In a batch the timing CPUs (``KA_TIMING_CPUS``, ``verify.batch.cpus``) are kept off every other process, so
-    the child holding the GPU alone times on cores of its own; it moves back before it lets the GPU go, so the
-    next holder finds them empty. A thread that cannot be moved (it ended meanwhile) is skipped.
-
-    Example:
-        >>> move_threads(None) is None
-        True
-    """
-    if not cpus or not hasattr(os, "sched_setaffinity"):
-        return None
-    target = set(cpus)
-    before = os.sched_getaffinity(0)
-    try:
-        threads = [int(tid) for tid in os.listdir("/proc/self/task")]
-    except OSError:
-        threads = [0]
-    for tid in threads:
-        with contextlib.suppress(OSError):
-            os.sched_setaffinity(tid, target)
-    return before
 
 
 def yield_point(job: dict[str, Any], channel: Any, sync: Callable[[], None]) -> None:

@@ -600,8 +600,7 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
     # Behind a shared gate each child asks for the GPU alone around its timed work (verify.harness.gate).
     keepers = {role: GateKeeper(gate, str(root / f"gate-{role}"), role, marks=marks) if gate.sharing else None
                for role in ("trusted", "run")}
-    report["gate"] = {"mode": gate.mode if gate.path else None} | (
-        {"timing_cpus": cpus} if gate.sharing and (cpus := timing_cpus()) else {})
+    report["gate"] = {"mode": gate.mode if gate.path else None}
     # The parent needs torch only to read the references; importing it now overlaps the compile step.
     threading.Thread(target=_import_torch, daemon=True).start()
     try:
@@ -784,28 +783,8 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
 
 
 def _grants(keeper: GateKeeper | None, timeout_s: float = 3600.0) -> dict[str, Any]:
-    """What a child's job needs to ask ``keeper`` for the GPU alone, and the CPUs it then times on (nothing
-    without a shared gate)."""
-    if keeper is None:
-        return {}
-    return {"gate_grants": keeper.grants, "gate_timeout_s": timeout_s} | (
-        {"timing_cpus": cpus} if (cpus := timing_cpus()) else {})
-
-
-def timing_cpus(environ: dict[str, str] | None = None) -> list[int]:
-    """The CPUs ``KA_TIMING_CPUS`` keeps for this GPU's timed series (a batch sets it, ``verify.batch.cpus``).
-
-    Example:
-        >>> timing_cpus({"KA_TIMING_CPUS": "14,15"}), timing_cpus({})
-        ([14, 15], [])
-
-    Raises:
-        ValueError: the variable is not a comma list of CPU numbers.
-    """
-    value = (os.environ if environ is None else environ).get("KA_TIMING_CPUS", "").strip()
-    if value and not all(part.strip().isdigit() for part in value.split(",")):
-        raise ValueError(f"KA_TIMING_CPUS must be a comma list of CPU numbers, not {value!r}")
-    return [int(part) for part in value.split(",")] if value else []
+    """What a child's job needs to ask ``keeper`` for the GPU alone (nothing without a shared gate)."""
+    return {"gate_grants": keeper.grants, "gate_timeout_s": timeout_s} if keeper else {}
 
 
 JUDGE_THREADS = 1
