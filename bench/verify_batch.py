@@ -80,7 +80,7 @@ from verify.batch.stats import (  # noqa: E402
     seat_times,
     timing_moves,
 )
-from verify.batch.workers import BATCH_GATE_MODE, SLOTS_PER_GPU, gpu_seats  # noqa: E402
+from verify.batch.workers import BATCH_GATE_MODE, SLOTS_PER_GPU, batch_shape, gpu_seats, parse_gpus  # noqa: E402
 from verify.batch.zygotes import SLOT_ZYGOTE_ENV, slot_zygotes_enabled  # noqa: E402
 from verify.harness.gate import GATE_MODES  # noqa: E402
 from verify.harness.zygote import ZYGOTE_ENV, zygote_enabled  # noqa: E402
@@ -440,10 +440,11 @@ def main() -> int:
     parser.add_argument("--gpus", help="GPUs (count or ids; default every visible one)")
     parser.add_argument("--compile-workers", type=int, help="builds at once (default: a core each, left after the seats)")
     parser.add_argument("--slots-per-gpu", type=int,
-                        help=f"eval scripts running at once per GPU (default {SLOTS_PER_GPU})")
+                        help="eval scripts running at once per GPU (default: the host's, "
+                             "verify.batch.workers.batch_shape: 9 with 16 cores a GPU, else 3; 3 under Ray)")
     parser.add_argument("--gpu-seats", type=int,
-                        help="of those, how many hold the GPU's gate at once (KA_GPU_SEATS; default "
-                             "verify.batch.workers.GPU_SEATS)")
+                        help="of those, how many hold the GPU's gate at once (KA_GPU_SEATS; default: the host's, "
+                             "6 or 3)")
     parser.add_argument("--gate-mode", choices=GATE_MODES,
                         help=f"how verifications share a GPU (default {BATCH_GATE_MODE}; see verify.harness.gate)")
     parser.add_argument("--no-zygote", dest="zygote", action="store_false",
@@ -498,6 +499,7 @@ def main() -> int:
     warm = run_pass("warm", finished if args.warm else [], options, args.out, gpus=args.gpus,
                     compile_workers=args.compile_workers, cache=cache, budget_s=args.budget_s * 0.25, ray=args.ray,
                     grace_s=args.grace_s, slots_per_gpu=args.slots_per_gpu)
+    n_gpus = len(parse_gpus(args.gpus))
     result: dict[str, Any] = {
         "n_kernels": len(jobs), "n_stored_before": len(jobs) - cold.stats.total, "n_cold": cold.stats.done,
         "n_warm": warm.stats.done,
@@ -511,7 +513,8 @@ def main() -> int:
         "warm_shares": warm.stats.shares(),
         "statuses_cold": dict(cold.stats.statuses), "builds_cold": dict(cold.stats.builds),
         "gate_mode": os.environ.get("KA_GPU_GATE_MODE") or BATCH_GATE_MODE,
-        "slots_per_gpu": args.slots_per_gpu or SLOTS_PER_GPU, "gpu_seats": gpu_seats(),
+        "slots_per_gpu": args.slots_per_gpu or (SLOTS_PER_GPU if args.ray else batch_shape(n_gpus).slots),
+        "gpu_seats": gpu_seats(n_gpus),
         **{f"{k}_cold": v for k, v in gpu_occupancy(list(cold.reports.values())).items()},
         **{f"{k}_cold": v for k, v in alone_waits(list(cold.reports.values())).items()},
         **{f"{k}_cold": v for k, v in seat_times(list(cold.reports.values())).items()},

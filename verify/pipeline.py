@@ -61,8 +61,9 @@ def verify_jobs(
     Args:
         gpus: GPUs for the batch: a count or a comma list of ids (default: every visible GPU).
         compile_workers: builds at once (default: one per core left after the GPU seats).
-        slots_per_gpu: eval scripts running at once per GPU (default ``SLOTS_PER_GPU``); ``KA_GPU_SEATS``
-            (default ``GPU_SEATS``) of them hold the GPU's gate at once, the others start up and judge meanwhile.
+        slots_per_gpu: eval scripts running at once per GPU (default: the host's ``batch_shape``, nine on 16
+            cores a GPU, else three; ``SLOTS_PER_GPU`` under Ray); ``KA_GPU_SEATS`` (default: the shape's, six or
+            three) of them hold the GPU's gate at once, the others start up and judge meanwhile.
         build_cache: the build cache folder (default ``~/.cache/kernel-archive/builds``); False: none.
         ray: a Ray cluster address, or ``local`` to start one here.
         ray_init: extra ``ray.init`` arguments (tests start a small local instance).
@@ -124,6 +125,7 @@ def _verify_batch(
         SLOTS_PER_GPU,
         Finished,
         LocalBatch,
+        batch_shape,
         default_compile_workers,
         gpu_seats,
         parse_gpus,
@@ -132,7 +134,6 @@ def _verify_batch(
     deadline = None if time_budget_s is None else time.monotonic() + time_budget_s
     stop_at = None if stop_after_s is None else time.time() + stop_after_s
     plan = make_plan(jobs, done, force=force)
-    slots = slots_per_gpu or SLOTS_PER_GPU
     summary: dict[str, int] = {}
     if not plan.todo:
         return summary
@@ -154,11 +155,13 @@ def _verify_batch(
 
         assert toolchain is not None
         run_ray_batch(plan.todo, options, finished, address=ray, cache_root=root, toolchain=toolchain,
-                      build=use_cache, init=ray_init, deadline=deadline, stop_at=stop_at, slots=slots)
+                      build=use_cache, init=ray_init, deadline=deadline, stop_at=stop_at,
+                      slots=slots_per_gpu or SLOTS_PER_GPU)
         return summary
     gpu_ids = parse_gpus(gpus)
     cache = BuildCache(root, toolchain) if use_cache and toolchain is not None else None
-    workers = compile_workers or default_compile_workers(len(gpu_ids), min(slots, gpu_seats()))
+    slots = slots_per_gpu or batch_shape(len(gpu_ids)).slots
+    workers = compile_workers or default_compile_workers(len(gpu_ids), min(slots, gpu_seats(len(gpu_ids))))
     LocalBatch(plan.todo, options, gpus=gpu_ids, compile_workers=workers, cache=cache, deadline=deadline,
                stop_at=stop_at, slots=slots).run(finished)
     return summary

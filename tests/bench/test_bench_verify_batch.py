@@ -15,7 +15,7 @@ sys.path.insert(0, str(REPO / "tests" / "verify"))
 from batch_testing import HONEST, HONEST_TANH, MUTATING, TASK, TASK_TANH  # noqa: E402
 from scripts_testing import load_script  # noqa: E402
 
-from verify.batch.workers import SLOTS_PER_GPU  # noqa: E402
+from verify.batch.workers import batch_shape  # noqa: E402
 
 WITHOUT = """
 import runpy, sys
@@ -53,7 +53,7 @@ def test_the_batch_benchmark_runs_its_passes_and_both_checks_on_cpu(tmp_path: Pa
     assert abs(sum(result[f"share_{k}"] for k in ("compile", "references", "trials", "timing", "other")) - 1) < 1e-3
     # The batch's default gate is shared: each kernel's baselines and timed series had the device alone.
     assert result["gate_mode"] == "shared"
-    assert (result["slots_per_gpu"], result["gpu_seats"]) == (SLOTS_PER_GPU, 1)
+    assert (result["slots_per_gpu"], result["gpu_seats"]) == (batch_shape(2).slots, 1)
     assert 0 < result["gpu_alone_share_cold"] < result["gate_held_share_cold"] <= 1
     assert 0 <= result["alone_wait_median_s_cold"] < 60 and 0 <= result["alone_wait_mean_s_cold"] < 60
     assert 0 < result["ready_median_s_cold"] < 120 and 0 <= result["seat_wait_median_s_cold"] < 600

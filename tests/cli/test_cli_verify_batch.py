@@ -98,11 +98,16 @@ def test_slots_per_gpu_reaches_the_batch_and_its_help_names_the_default(runner: 
             "--no-build-cache", "--force"]
     assert runner.invoke(app, [*base, "--slots-per-gpu", "1", "--compile-workers", "2"]).exit_code == 0
     assert runner.invoke(app, base).exit_code == 0
-    assert seen == [(1, 2), (workers.SLOTS_PER_GPU, workers.default_compile_workers(1, workers.GPU_SEATS))]
+    shape = workers.batch_shape(1)
+    assert seen == [(1, 2), (shape.slots, workers.default_compile_workers(1, min(shape.slots, shape.seats)))]
     assert runner.invoke(app, [*base, "--slots-per-gpu", "0"]).exit_code == 2
     help_text = " ".join(runner.invoke(app, ["verify", "--help"]).output.replace("│", " ").split())
-    assert f"at most KA_GPU_SEATS of them on the GPU (default {workers.SLOTS_PER_GPU})" in help_text
-    assert f"at most KA_GPU_SEATS of them, default {workers.GPU_SEATS}, on the GPU at once" in help_text
+    big, small = workers.BATCH_SHAPES
+    assert (f"at most KA_GPU_SEATS of them on the GPU (default {big.slots} where the host has {big.cores_per_gpu} "
+            f"cores a GPU, else {small.slots}; {workers.SLOTS_PER_GPU} under Ray)") in help_text
+    assert (f"--slots-per-gpu: default {big.slots} where the host has {big.cores_per_gpu} cores a GPU, else "
+            f"{small.slots}; at most KA_GPU_SEATS of them, default {big.seats} or {small.seats}, on the GPU at once"
+            ) in help_text
 
 
 def test_a_batch_needs_a_selection_and_consent(runner: CliRunner, handmade: Handmade) -> None:

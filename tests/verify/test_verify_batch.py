@@ -350,3 +350,18 @@ def test_a_build_stopped_by_the_batch_leaves_no_marker(tmp_path: Path) -> None:
     thread.join(timeout=60)
     assert result[0].state == "failed" and result[0].error == build_cache.STOPPED
     assert cache.marker(job("slow", kernel=sleeper)) is None
+
+
+def test_the_batch_takes_its_default_shape_from_the_host_cores_a_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KA_GPU_SEATS", raising=False)
+    monkeypatch.setattr(workers.os, "sched_getaffinity", lambda _: set(range(16)))
+    options = VerifyOptions(device="cpu")
+    one = LocalBatch([], options, gpus=["0"], compile_workers=1, cache=None)
+    two = LocalBatch([], options, gpus=["0", "1"], compile_workers=1, cache=None)
+    assert (one.slots, one.seats) == (9, 6) and (two.slots, two.seats) == (3, 3)
+    assert LocalBatch([], options, gpus=["0"], compile_workers=1, cache=None, slots=2).slots == 2
+    monkeypatch.setenv("KA_GPU_SEATS", "4")
+    assert LocalBatch([], options, gpus=["0"], compile_workers=1, cache=None).seats == 4
+    assert [s.cores_per_gpu for s in workers.BATCH_SHAPES] == sorted((s.cores_per_gpu for s in workers.BATCH_SHAPES),
+                                                                   reverse=True), "first match wins: largest first"
+    assert workers.BATCH_SHAPES[-1].cores_per_gpu == 0, "every host has a shape"

@@ -1,11 +1,11 @@
 """The local batch: builds on every CPU core, several eval scripts per GPU behind its gate, reports streamed back.
 
 Builds run in a thread pool (each build is its own process group, ``build_cache.prebuild``). Each GPU has
-``slots`` threads (default ``SLOTS_PER_GPU``); each takes, in plan order, the first job whose build has
+``slots`` threads (default: the host's ``batch_shape``); each takes, in plan order, the first job whose build has
 finished (tried: a failed prebuild still goes to the GPU, whose own compile step then decides) and runs the
 eval script with ``CUDA_VISIBLE_DEVICES`` set to that GPU and ``KA_GPU_GATE`` naming the GPU's lock file.
 The script holds that lock (``verify.harness.gate.GpuGate``) from its first GPU work to its last, and one of
-the GPU's ``GPU_SEATS`` seats with it; in the ``shared`` mode (``BATCH_GATE_MODE``) untimed GPU work of the
+the GPU's seats with it; in the ``shared`` mode (``BATCH_GATE_MODE``) untimed GPU work of the
 seated verifications overlaps and each timed series has the GPU alone, in the ``exclusive`` mode one GPU never
 runs two verifications' GPU work at once. Either way the scripts without a seat start their processes, import
 torch or judge meanwhile. ``KA_BASELINE_CACHE`` names the GPU's
@@ -42,21 +42,49 @@ if TYPE_CHECKING:
     from verify.jobs import VerifyJob
 
 
-SLOTS_PER_GPU = 3
-"""Eval scripts running at once per GPU. Each holds the GPU's gate only for its GPU work; the others start their
-processes (4-15 s) or judge meanwhile. CUDA-L1's median gate hold is about 5 s on an H100, so two slots kept the
-gate held 71% of the time, three 89%, four 95% (docs/verify-batch.md, session 12); a fourth slot's processes
-disturbed host-bound timings more."""
+@dataclass(frozen=True)
+class BatchShape:
+    """How many eval scripts a batch runs per GPU (``slots``), and how many of them hold its gate at once
+    (``seats``), on a host with at least ``cores_per_gpu`` CPU cores a GPU; ``measured`` says where it comes from."""
 
-GPU_SEATS = 3
-"""Verifications holding one GPU's gate at once (``verify.harness.gate.GpuGate`` seats); ``KA_GPU_SEATS`` in the
-batch's environment overrides it. With more scripts than seats (``--slots-per-gpu``) the others start their
-processes or judge while the seated ones use the GPU: in session 17's batch of 50 a script spent 15 s on average
-before its first GPU work and 8 s after its last, of 48 s. Three seats is the GPU concurrency whose timings
-were checked against the same kernels verified alone (docs/verify-batch.md). Nine slots and six seats verified 10.9
-kernels a minute with the builds cached on one H200 in session 19 (three slots: 5.8 on another sample, session 17),
-but host-bound kernels' speedups moved a median 15-41% between batches of six to twelve scripts per GPU, whose
-processes share the host with the one being timed."""
+    cores_per_gpu: int
+    slots: int
+    seats: int
+    measured: str
+
+
+BATCH_SHAPES: tuple[BatchShape, ...] = (
+    BatchShape(16, 9, 6, "one H200 with 16 cores (sessions 19-22, docs/verify-batch.md): 17.6 kernels a minute with "
+                         "the builds cached, against 4.2 one at a time (7.1 with three and three, session 20); every status the "
+                         "same as one at a time, and timings as far apart as two runs one at a time are"),
+    BatchShape(0, 3, 3, "an H100 with 16 cores before the zygotes (session 12): three slots kept the gate held 89% "
+                        "of the time; the shape for hosts with fewer cores a GPU, and under Ray"),
+)
+"""The batch's default shape by host, first match wins. Only a slot's first kernel imports torch (its zygote,
+``verify.batch.zygotes``), but each script's parent and children still take about 27 CPU-seconds a kernel, so
+a host with fewer cores a GPU gets fewer scripts. ``--slots-per-gpu`` and ``KA_GPU_SEATS`` override it."""
+
+SLOTS_PER_GPU = BATCH_SHAPES[-1].slots
+"""Eval scripts per GPU where the host's cores are not known to be enough for more (and under Ray, whose GPU
+nodes the driver does not see): each holds the GPU's gate only for its GPU work, the others start their
+processes or judge meanwhile."""
+
+GPU_SEATS = BATCH_SHAPES[-1].seats
+"""Verifications holding one GPU's gate at once (``verify.harness.gate.GpuGate`` seats) on such a host. With more
+scripts than seats the others start their processes or judge while the seated ones use the GPU."""
+
+
+def batch_shape(gpus: int = 1, cores: int | None = None) -> BatchShape:
+    """The default shape for ``gpus`` GPUs on a host with ``cores`` CPU cores (default: those this process may use).
+
+    Example:
+        >>> batch_shape(1, cores=16).slots, batch_shape(2, cores=16).slots, batch_shape(1, cores=2).seats
+        (9, 3, 3)
+    """
+    if cores is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 2)
+    per_gpu = cores // max(1, gpus)
+    return next(shape for shape in BATCH_SHAPES if per_gpu >= shape.cores_per_gpu)
 
 
 def parse_gpus(spec: str | int | None) -> list[str]:
@@ -105,25 +133,26 @@ and gives every timed series the GPU alone; ``exclusive`` gives each verificatio
 ``KA_GPU_GATE_MODE`` in the batch's environment overrides it."""
 
 
-def gpu_seats() -> int:
-    """Seats per GPU: ``KA_GPU_SEATS`` if set, else ``GPU_SEATS``.
+def gpu_seats(gpus: int = 1) -> int:
+    """Seats per GPU: ``KA_GPU_SEATS`` if set, else the host's ``batch_shape`` for ``gpus`` GPUs.
 
     Example:
         >>> gpu_seats() >= 1
         True
     """
-    seats = parse_seats(os.environ.get("KA_GPU_SEATS") or str(GPU_SEATS))
+    seats = parse_seats(os.environ.get("KA_GPU_SEATS") or str(batch_shape(gpus).seats))
     if seats < 1:
         raise ValueError("KA_GPU_SEATS must be at least 1 in a batch, not 0")
     return seats
 
 
-def gate_environment(folder: str, key: str, gpu: str, mode: str | None = None) -> dict[str, str]:
+def gate_environment(folder: str, key: str, gpu: str, mode: str | None = None,
+                     seats: int | None = None) -> dict[str, str]:
     """What the eval script needs to share one GPU of a batch: its gate, the gate's mode and seats, and the
     baseline folder.
 
     ``key`` signs the shared baselines; it reaches the script's parent only, never a child. ``mode`` defaults
-    to ``KA_GPU_GATE_MODE``, else ``BATCH_GATE_MODE``; the seats to ``KA_GPU_SEATS``, else ``GPU_SEATS``.
+    to ``KA_GPU_GATE_MODE``, else ``BATCH_GATE_MODE``; the seats to ``KA_GPU_SEATS``, else the host's shape.
 
     Example:
         >>> sorted(gate_environment("batch", "secret", "0").items())[:2]
@@ -131,7 +160,7 @@ def gate_environment(folder: str, key: str, gpu: str, mode: str | None = None) -
     """
     return {"KA_GPU_GATE": os.path.join(folder, f"gpu-{gpu}.lock"),
             "KA_GPU_GATE_MODE": mode or os.environ.get("KA_GPU_GATE_MODE") or BATCH_GATE_MODE,
-            "KA_GPU_SEATS": str(gpu_seats()),
+            "KA_GPU_SEATS": str(seats or gpu_seats()),
             "KA_BASELINE_CACHE": os.path.join(folder, f"baselines-gpu-{gpu}"), "KA_BASELINE_KEY": key}
 
 
@@ -181,8 +210,9 @@ class LocalBatch:
 
     def __init__(self, jobs: list[VerifyJob], options: VerifyOptions, *, gpus: list[str],
                  compile_workers: int, cache: BuildCache | None, deadline: float | None = None,
-                 stop_at: float | None = None, slots: int = SLOTS_PER_GPU) -> None:
-        self.slots = max(1, slots)
+                 stop_at: float | None = None, slots: int | None = None) -> None:
+        self.slots = max(1, slots or batch_shape(len(gpus)).slots)
+        self.seats = gpu_seats(len(gpus))
         self._gates = tempfile.TemporaryDirectory(prefix="ka-gpu-gates-")
         self._baseline_key = secrets.token_hex(32)
         self.jobs = jobs
@@ -215,7 +245,7 @@ class LocalBatch:
 
     def _gpu_worker(self, gpu: str) -> None:
         env = {"CUDA_VISIBLE_DEVICES": gpu} if self.options.device == "cuda" else {}
-        env |= gate_environment(self._gates.name, self._baseline_key, gpu)
+        env |= gate_environment(self._gates.name, self._baseline_key, gpu, seats=self.seats)
         if self.cache is not None:
             env |= self.cache.environment()
         try:

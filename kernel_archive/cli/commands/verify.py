@@ -58,8 +58,8 @@ Examples:
 
 Batches (any selection: --source, --task, --level, --category, --tag, --hand-written, --search, --all)
 run as a pipeline: kernels are built on every CPU core into a shared build cache, verified several at a
-time on each GPU (--slots-per-gpu; at most KA_GPU_SEATS of them, default 3, on the GPU at once, any others
-starting up or judging meanwhile; their untimed work overlaps; every timed series has the GPU to itself;
+time on each GPU (--slots-per-gpu: default 9 where the host has 16 cores a GPU, else 3; at most KA_GPU_SEATS
+of them, default 6 or 3, on the GPU at once, any others starting up or judging meanwhile; their untimed work overlaps; every timed series has the GPU to itself;
 KA_GPU_GATE_MODE=exclusive gives each verification the GPU alone throughout; each slot forks its scripts'
 children from one zygote that imported torch once, KA_SLOT_ZYGOTE=0 for one per script), stored as each finishes, and
 skipped when already verified by this harness version (so an interrupted batch resumes; --force verifies
@@ -95,7 +95,8 @@ def verify(
     slots_per_gpu: Annotated[
         int | None, typer.Option("--slots-per-gpu", min=1,
                                  help="Batch: eval scripts running at once per GPU, at most KA_GPU_SEATS of them "
-                                      "on the GPU (default 3).")] = None,
+                                      "on the GPU (default 9 where the host has 16 cores a GPU, else 3; "
+                                      "3 under Ray).")] = None,
     build_cache: Annotated[
         str | None, typer.Option("--build-cache", help="Batch: build cache folder (default ~/.cache/kernel-archive/builds).")
     ] = None,
