@@ -80,7 +80,7 @@ from verify.batch.stats import (  # noqa: E402
     seat_times,
     timing_moves,
 )
-from verify.batch.workers import BATCH_GATE_MODE, SLOTS_PER_GPU, batch_shape, gpu_seats, parse_gpus  # noqa: E402
+from verify.batch.workers import BATCH_GATE_MODE, default_slots, gpu_seats, parse_gpus  # noqa: E402
 from verify.batch.zygotes import SLOT_ZYGOTE_ENV, slot_zygotes_enabled  # noqa: E402
 from verify.harness.gate import GATE_MODES  # noqa: E402
 from verify.harness.zygote import ZYGOTE_ENV, zygote_enabled  # noqa: E402
@@ -138,12 +138,8 @@ class Recorder:
 
 
 def stored_keys(path: Path) -> set[str]:
-    """Keys of the reports a JSON Lines file already holds (a line cut short by a kill is ignored)."""
-    keys = set()
-    for line in path.read_text().splitlines() if path.is_file() else []:
-        with contextlib.suppress(ValueError, KeyError, TypeError):
-            keys.add(json.loads(line)["key"])
-    return keys
+    """Keys of the reports a JSON Lines file already holds (none when there is no file)."""
+    return set(read_reports(path)) if path.is_file() else set()
 
 
 def read_reports(path: Path) -> dict[str, dict[str, Any]]:
@@ -513,7 +509,7 @@ def main() -> int:
         "warm_shares": warm.stats.shares(),
         "statuses_cold": dict(cold.stats.statuses), "builds_cold": dict(cold.stats.builds),
         "gate_mode": os.environ.get("KA_GPU_GATE_MODE") or BATCH_GATE_MODE,
-        "slots_per_gpu": args.slots_per_gpu or (SLOTS_PER_GPU if args.ray else batch_shape(n_gpus).slots),
+        "slots_per_gpu": args.slots_per_gpu or default_slots(n_gpus, ray=bool(args.ray)),
         "gpu_seats": gpu_seats(n_gpus),
         **{f"{k}_cold": v for k, v in gpu_occupancy(list(cold.reports.values())).items()},
         **{f"{k}_cold": v for k, v in alone_waits(list(cold.reports.values())).items()},

@@ -62,7 +62,7 @@ def verify_jobs(
         gpus: GPUs for the batch: a count or a comma list of ids (default: every visible GPU).
         compile_workers: builds at once (default: one per core left after the GPU seats).
         slots_per_gpu: eval scripts running at once per GPU (default: the host's ``batch_shape``, nine on 16
-            cores a GPU, else three; ``SLOTS_PER_GPU`` under Ray); ``KA_GPU_SEATS`` (default: the shape's, six or
+            cores a GPU, else three; three under Ray: ``default_slots``); ``KA_GPU_SEATS`` (default: the shape's, six or
             three) of them hold the GPU's gate at once, the others start up and judge meanwhile.
         build_cache: the build cache folder (default ``~/.cache/kernel-archive/builds``); False: none.
         ray: a Ray cluster address, or ``local`` to start one here.
@@ -121,15 +121,7 @@ def _verify_batch(
 
     from verify.batch.build_cache import BuildCache, default_root, detect_toolchain
     from verify.batch.plan import make_plan
-    from verify.batch.workers import (
-        SLOTS_PER_GPU,
-        Finished,
-        LocalBatch,
-        batch_shape,
-        default_compile_workers,
-        gpu_seats,
-        parse_gpus,
-    )
+    from verify.batch.workers import Finished, LocalBatch, default_slots, parse_gpus
 
     deadline = None if time_budget_s is None else time.monotonic() + time_budget_s
     stop_at = None if stop_after_s is None else time.time() + stop_after_s
@@ -156,12 +148,10 @@ def _verify_batch(
         assert toolchain is not None
         run_ray_batch(plan.todo, options, finished, address=ray, cache_root=root, toolchain=toolchain,
                       build=use_cache, init=ray_init, deadline=deadline, stop_at=stop_at,
-                      slots=slots_per_gpu or SLOTS_PER_GPU)
+                      slots=slots_per_gpu or default_slots(ray=True))
         return summary
     gpu_ids = parse_gpus(gpus)
     cache = BuildCache(root, toolchain) if use_cache and toolchain is not None else None
-    slots = slots_per_gpu or batch_shape(len(gpu_ids)).slots
-    workers = compile_workers or default_compile_workers(len(gpu_ids), min(slots, gpu_seats(len(gpu_ids))))
-    LocalBatch(plan.todo, options, gpus=gpu_ids, compile_workers=workers, cache=cache, deadline=deadline,
-               stop_at=stop_at, slots=slots).run(finished)
+    LocalBatch(plan.todo, options, gpus=gpu_ids, compile_workers=compile_workers, cache=cache, deadline=deadline,
+               stop_at=stop_at, slots=slots_per_gpu).run(finished)
     return summary

@@ -87,6 +87,17 @@ def batch_shape(gpus: int = 1, cores: int | None = None) -> BatchShape:
     return next(shape for shape in BATCH_SHAPES if per_gpu >= shape.cores_per_gpu)
 
 
+def default_slots(gpus: int = 1, ray: bool = False) -> int:
+    """Eval scripts per GPU when ``--slots-per-gpu`` does not say: the host's ``batch_shape`` for ``gpus`` GPUs,
+    ``SLOTS_PER_GPU`` under Ray (the driver does not see its GPU nodes).
+
+    Example:
+        >>> default_slots(ray=True)
+        3
+    """
+    return SLOTS_PER_GPU if ray else batch_shape(gpus).slots
+
+
 def parse_gpus(spec: str | int | None) -> list[str]:
     """GPU ids from ``--gpus``: a count (``2`` = 0 and 1) or a comma list of ids; None = every visible GPU."""
     if spec is None:
@@ -209,16 +220,16 @@ class LocalBatch:
     """Builds and GPU workers on this host; iterate ``run()`` for each ``Finished`` as it completes."""
 
     def __init__(self, jobs: list[VerifyJob], options: VerifyOptions, *, gpus: list[str],
-                 compile_workers: int, cache: BuildCache | None, deadline: float | None = None,
+                 compile_workers: int | None = None, cache: BuildCache | None, deadline: float | None = None,
                  stop_at: float | None = None, slots: int | None = None) -> None:
-        self.slots = max(1, slots or batch_shape(len(gpus)).slots)
+        self.slots = max(1, slots or default_slots(len(gpus)))
         self.seats = gpu_seats(len(gpus))
         self._gates = tempfile.TemporaryDirectory(prefix="ka-gpu-gates-")
         self._baseline_key = secrets.token_hex(32)
         self.jobs = jobs
         self.options = options
         self.gpus = gpus
-        self.compile_workers = max(1, compile_workers)
+        self.compile_workers = max(1, compile_workers or default_compile_workers(len(gpus), min(self.slots, self.seats)))
         self.cache = cache
         self._builds: dict[str, Future[BuildResult]] = {}
         self._pending = list(jobs)
