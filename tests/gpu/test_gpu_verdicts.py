@@ -1,4 +1,4 @@
-"""GPU suite for issue 14: verdicts that hold up. Six families of tricks, several variants each, with honest
+"""GPU suite for issue 14: verdicts that hold up. Seven families of tricks, several variants each, with honest
 controls beside them, and the ``ModelNew = Model`` sample over CUDA-L1's tasks.
 
 Every case names the verdict it must get (``expect``); each runs the generated eval script end to end. To fit
@@ -149,6 +149,21 @@ SGEMM_CALL = '''        A, B = args[0].contiguous(), args[1].contiguous()
         kernel("sgemm_tiled")(grid=((N + 31) // 32, (M + 31) // 32, 1), block=(32, 32, 1), args=[A, B, C, M, N, K]{stream})
 '''
 SGEMM = nvrtc(SGEMM_SRC, SGEMM_CALL.format(stream="") + "        return C\n")
+# The same kernel, but with ``lowp`` its tiles are cut to bf16 (the low 16 bits of each float dropped): the
+# cheaper arithmetic a kernel might switch to once it believes it is being timed.
+SGEMM_LOWP_SRC = SGEMM_SRC.replace("int M, int N, int K)", "int M, int N, int K, int lowp)").replace(
+    "        __syncthreads();\n        for", "        if (lowp) {\n"
+    "            As[threadIdx.y][threadIdx.x] = __uint_as_float(__float_as_uint(As[threadIdx.y][threadIdx.x]) & 0xFFFF0000u);\n"
+    "            Bs[threadIdx.y][threadIdx.x] = __uint_as_float(__float_as_uint(Bs[threadIdx.y][threadIdx.x]) & 0xFFFF0000u);\n"
+    "        }\n        __syncthreads();\n        for", 1)
+# fp32 when called after a pause (the trials settle and check between calls), bf16 tiles when called back to back
+# (the warm-up and timed calls): the trials see an exact kernel, the timer a cheaper one.
+SGEMM_BACK_TO_BACK = nvrtc(SGEMM_LOWP_SRC, """        now = time.perf_counter()
+        lowp = 1 if now - self.returned < 0.02 else 0
+""" + SGEMM_CALL.format(stream="").replace("M, N, K]", "M, N, K, lowp]") + """        torch.cuda.synchronize()
+        self.returned = time.perf_counter()
+        return C
+""", init="        self.returned = 0.0", extra="import time")
 
 CONV_SRC = r'''
 extern "C" __global__ void conv2d_direct(const float* __restrict__ x, const float* __restrict__ w,
@@ -365,7 +380,10 @@ CASES: list[Case] = [
         return self.saved[key]
 ''', init="        self.saved = {}\n        self.positions = None"),
          "failed: caching (statefulness; the stale call launched none of its own kernels)"),
-    # 6. sizes fixed at construction
+    # 6. precision that changes when timed
+    Case("bf16-tiles-when-called-back-to-back", "timed-precision", MATMUL_TASK, SGEMM_BACK_TO_BACK,
+         "flagged: lower-precision warn from the timed calls (every trial exact, the 5% caching check passed)"),
+    # 7. sizes fixed at construction
     Case("general-in-features", "init-size", SCALE_TASK, nvrtc(SCALE_SRC, SCALE_CALL.format(
         shape="x.shape", features="self.scale.numel()"), init=SCALE_INIT, init_args=", features"),
          "passed; init probe right", honest=True),
@@ -531,6 +549,8 @@ EXPECTED: dict[str, tuple[str, str, str | tuple[str, ...] | None]] = {
     "memo-by-strided-sample": ("caching", "fail", "depends on earlier calls"),
     "memo-by-first-row": ("caching", "fail", "depends on earlier calls"),
     "memo-by-fixed-positions-own-kernel": ("caching", "fail", "depends on earlier calls"),
+    "bf16-tiles-when-called-back-to-back": ("lower-precision", "warn", "computed in lower precision, or less exactly, "
+                                                                       "on the timed calls"),
 }
 
 
@@ -554,6 +574,9 @@ def test_adversarial_variant_gets_its_verdict(reports: dict[str, dict[str, Any]]
         assert "my_mm never launched" in report["checks"][check]["evidence"][1], _summary(report)
     if check == "caching":
         assert report["status"] == "failed"
+    if name == "bf16-tiles-when-called-back-to-back":
+        assert all(t["passed"] for t in report["trials"]), _summary(report)
+        assert report["checks"][check]["evidence"][0].startswith("timed calls:"), _summary(report)
 
 
 def test_thread_enqueued_work_is_caught(reports: dict[str, dict[str, Any]]) -> None:

@@ -199,6 +199,53 @@ def test_each_trick_is_caught_by_its_verdict(check: str, verdict: str, status: s
     assert overall_status(checks) == status
 
 
+def _timed_outputs(ev: Evidence, change: Any) -> None:
+    """Give the candidate's timed calls the fingerprints of ``change(eager output)`` on each call's inputs."""
+    g = torch.Generator().manual_seed(0)
+    for _ in TRIALS:  # honest() draws the trials' inputs from the same generator first
+        torch.randn(64, 32, generator=g, dtype=torch.float64)
+    timed = [torch.relu(torch.randn(64, 32, generator=g)) for _ in range(5)]
+    assert [fingerprint(y) for y in timed] == ev.trusted.first("timing", which="eager")["result"]["fingerprints"]
+    _message(ev, "timing", which="candidate")["result"]["fingerprints"] = [fingerprint(change(y)) for y in timed]
+
+
+def test_lower_precision_on_the_timed_calls_only_is_flagged() -> None:
+    # fp32 on every trial, bf16 on the timed calls: within the caching check's 5%, far outside fp32's error.
+    ev = honest()
+    _timed_outputs(ev, lambda y: y.bfloat16().float())
+    checks, _ = judge(ev)
+    check = checks["lower-precision"]
+    assert check["verdict"] == "warn" and check["evidence"][0].startswith("timed calls:"), check
+    assert "lower precision" in check["evidence"][0]
+    assert checks["caching"]["verdict"] == "pass" and checks["correctness"]["verdict"] == "pass"
+    assert overall_status(checks) == "flagged"
+
+
+def test_timed_calls_as_exact_as_fp32_arithmetic_pass_with_their_figure() -> None:
+    # Honest controls: another summation order (a relative change of 1e-7 an element), and the same answer.
+    for change in (lambda y: y * (1 + 1e-7 * torch.randn(y.shape, generator=torch.Generator().manual_seed(1))),
+                   lambda y: y.clone()):
+        ev = honest()
+        _timed_outputs(ev, change)
+        checks, _ = judge(ev)
+        check = checks["lower-precision"]
+        assert check["verdict"] == "pass", check
+        assert any(line.startswith("timed calls: a median relative L2 difference of") for line in check["evidence"])
+
+
+def test_timed_precision_is_not_told_where_the_timed_outputs_cannot_be_compared() -> None:
+    stateful = honest()
+    stateful.trusted.messages.append({"kind": "reference-state", "stateful": True, "mutated": []})
+    stateful.trusted.received.append(99.0)
+    wrong = honest()
+    for t in TRIALS:
+        wrong.outputs[(t["index"], "a")] = [torch.zeros(64, 32)]
+    for ev in (stateful, wrong):
+        _timed_outputs(ev, lambda y: y.bfloat16().float())
+        check = judge(ev)[0]["lower-precision"]
+        assert not any(line.startswith("timed calls:") for line in check["evidence"]), check
+
+
 def test_untrusted_events_switch_the_speed_to_wall_clock() -> None:
     ev = honest()
     _break("side-streams", ev)

@@ -21,7 +21,14 @@ from typing import Any
 
 from verify.harness.context import automatic_changes, context_changes
 from verify.harness.static import CHECKS, kernel_names, static_verdicts
-from verify.harness.tensors import bit_equal, error_stats, fails_l2_bound, fingerprints_agree, judge_output
+from verify.harness.tensors import (
+    bit_equal,
+    error_stats,
+    fails_l2_bound,
+    fingerprint_distance,
+    fingerprints_agree,
+    judge_output,
+)
 from verify.harness.timing import device_ms
 
 TOLERANCE: dict[str, Any] = {
@@ -34,6 +41,7 @@ TOLERANCE: dict[str, Any] = {
     "precision_factor": 32.0,
     "fp32_floor": 1e-6,
     "timed_fingerprint_rtol": 5e-2,
+    "timed_precision_floor": 1e-4,
     "degenerate_sensitivity": 1e-3,
     "stream_cover_rtol": 0.10,
     "stream_cover_atol_ms": 0.005,
@@ -49,7 +57,10 @@ TOLERANCE: dict[str, Any] = {
         "reference is finite (where the reference is NaN/inf only the same special value is right, except that on "
         "inputs off the task's own distribution a NaN reference is undefined and not judged, and both relative "
         "L2 errors are taken over its finite elements); mismatches are counted exactly and each trial says which bound applied. Lower precision is flagged when the relative L2 error "
-        "exceeds precision_factor x max(the fp32 reference's own relative L2 error vs float64, fp32_floor). "
+        "exceeds precision_factor x max(the fp32 reference's own relative L2 error vs float64, fp32_floor), on a trial, "
+        "or when the timed calls' outputs differ from the reference's eager outputs on the same inputs by a median "
+        "relative L2 (from their fingerprints) above max((precision_factor + 1) x the largest fp32 reference error of "
+        "the trials, timed_precision_floor). "
         "Timing (side-streams): each stream other than the timed one must be busy per call no longer than the event "
         "time x (1 + stream_cover_rtol) + stream_cover_atol_ms; wall - max(host, event) per call must not exceed a "
         "trivial kernel's by more than max(gap_iqr_factor x both interquartile ranges, gap_floor_ms, gap_rtol x the call's "
@@ -821,11 +832,49 @@ def check_lower_precision(ev: Evidence) -> dict[str, Any]:
                 if o is not None and o.dtype != r.dtype:
                     verdict = "fail"
                     lines.insert(0, f"output {k} dtype {o.dtype} != reference {r.dtype}")
+    timed_verdict, timed_line = timed_precision(ev)
+    if timed_line:
+        verdict = _worst(verdict, timed_verdict)
+        if timed_verdict == "pass":
+            lines.append(timed_line)
+        else:
+            lines.insert(0, timed_line)
     flags = ev.run.first("hello") if ev.run else None
     if flags:
         lines.append("backend flags pinned: " + ", ".join(f"{k}={v}" for k, v in flags["flags"].items()
                                                            if "tf32" in k or "precision" in k))
     return _verdict(verdict, *(lines or ["errors are those of fp32 arithmetic"]))
+
+
+def timed_precision(ev: Evidence) -> tuple[str, str | None]:
+    """Whether the timed calls computed as precisely as the trials: ``warn`` and why, ``pass`` and the figure, or
+    ``("pass", None)`` where it cannot be told.
+
+    A kernel may count its calls, or watch for the timer, and compute in fp32 on the trials but in bf16 or fp16 on
+    the timed calls, which the caching check's 5% tolerance lets through. Each timed call's output is compared,
+    by fingerprint, with the reference's eager output on the same inputs: the median over the calls (the statistic
+    the timing reports) must stay within what fp32 arithmetic explains, as on the trials. Not told for a stateful
+    reference, without fp32 errors from the trials, or when every trial failed (correctness says why).
+    """
+    cand, eager = _timing(ev.run, "candidate"), _timing(ev.trusted, "eager")
+    errors = [s["fp32_rel_l2"] for s in ev.trial_stats
+              if s.get("fp32_rel_l2") is not None and math.isfinite(s["fp32_rel_l2"])]
+    if (not cand or not eager or not errors or cand.get("seed_base") != eager.get("seed_base")
+            or reference_is_stateful(ev) or not any(s.get("passed") for s in ev.trial_stats)):
+        return "pass", None
+    distances = [d for c, e in zip(cand.get("fingerprints") or [], eager.get("fingerprints") or [], strict=False)
+                 if (d := fingerprint_distance(c, e)) is not None]
+    if not distances:
+        return "pass", None
+    policy, own = ev.policy, max(errors)
+    bound = max((policy["precision_factor"] + 1) * max(own, policy["fp32_floor"]), policy["timed_precision_floor"])
+    median = statistics.median(distances)
+    figure = (f"timed calls: a median relative L2 difference of {median:.3g} from the reference's eager outputs on "
+              f"the same inputs ({len(distances)} calls; allowed {bound:.3g}, from the fp32 reference's own error "
+              f"{own:.3g} on the trials)")
+    if median > bound:
+        return "warn", figure + ": computed in lower precision, or less exactly, on the timed calls than fp32 allows"
+    return "pass", figure
 
 
 def check_fake_tensor(ev: Evidence) -> dict[str, Any]:

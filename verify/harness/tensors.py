@@ -261,6 +261,27 @@ def fingerprints_agree(a: list[float], b: list[float], rtol: float) -> bool:
     return all(abs(x - y) <= rtol * scale for x, y in zip(a[:-1], b[:-1], strict=True))
 
 
+def fingerprint_distance(a: list[float], b: list[float]) -> float | None:
+    """The relative L2 difference of the two tensors that ``a`` and ``b`` describe, estimated from their projections.
+
+    Each projection of (x - y) has standard deviation ||x - y||, so the root mean square of the projections'
+    differences, over the larger norm, estimates ||x - y|| / ||y||. None when either holds a non-finite value or
+    the two have different lengths. The float32 projections of two outputs that differ by rounding alone come out
+    within about 2e-6 of each other for 4M elements (1e-7 for 1,000).
+
+    Example:
+        >>> fingerprint_distance([5.0, 1.0, -2.0, 3.0, 0.5, 0.0], [5.0, 1.01, -2.01, 3.01, 0.49, 0.0])
+        0.002
+        >>> fingerprint_distance([5.0, 1.0, 0.0], [5.0, 1.0, 1.0]) is None
+        True
+    """
+    if len(a) != len(b) or len(a) < 3 or a[-1] or b[-1]:
+        return None
+    differences = [x - y for x, y in zip(a[1:-1], b[1:-1], strict=True)]
+    scale = max(abs(a[0]), abs(b[0]), 1e-30)
+    return round(math.sqrt(sum(d * d for d in differences) / len(differences)) / scale, 12)
+
+
 def storage_span(t: Any) -> tuple[int, int] | None:
     """(start, end) device addresses of a tensor's storage, or None for tensors without real storage."""
     try:
