@@ -186,8 +186,6 @@ def host_cpu_s() -> float:
 def scaling(args: argparse.Namespace, finished: list[VerifyJob], options: VerifyOptions, cache: Path) -> dict[str, Any]:
     """GPU-bound throughput on the first GPU alone, then on every GPU over exactly the kernels the first
     finished (builds cached by the earlier passes), so both rates are of the same kernels."""
-    from verify.batch.workers import parse_gpus
-
     gpus = parse_gpus(args.gpus)
     one = run_pass("scaling-1gpu", finished, options, args.out, gpus=gpus[0], compile_workers=1, cache=cache,
                    budget_s=args.budget_s * 0.25, grace_s=args.grace_s, slots_per_gpu=args.slots_per_gpu)

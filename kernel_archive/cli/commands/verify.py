@@ -59,11 +59,12 @@ Examples:
 Batches (any selection: --source, --task, --level, --category, --tag, --hand-written, --search, --all)
 run as a pipeline: kernels are built on every CPU core into a shared build cache, verified several at a
 time on each GPU (--slots-per-gpu: default 9 where the host has 16 cores a GPU, else 3; at most KA_GPU_SEATS
-of them, default 6 or 3, on the GPU at once, any others starting up or judging meanwhile; their untimed work overlaps; every timed series has the GPU to itself;
-KA_GPU_GATE_MODE=exclusive gives each verification the GPU alone throughout; each slot forks its scripts'
-children from one zygote that imported torch once, KA_SLOT_ZYGOTE=0 for one per script), stored as each finishes, and
-skipped when already verified by this harness version (so an interrupted batch resumes; --force verifies
-again). --ray ADDRESS runs the same on a Ray cluster.
+of them, default 6 or 3, on the GPU at once, any others starting up or judging meanwhile; their untimed work
+overlaps; every timed series has the GPU to itself; KA_GPU_GATE_MODE=exclusive gives each verification the GPU
+alone throughout; each slot forks its scripts' children from one zygote that imported torch once,
+KA_SLOT_ZYGOTE=0 for one per script), stored as each finishes, and skipped when already verified by this
+harness version (so an interrupted batch resumes; --force verifies again). --ray ADDRESS runs the same on a
+Ray cluster.
 See docs/verify-batch.md.
 
   kernel-archive verify --source cuda-l1 --gpus 2 --i-understand-this-runs-untrusted-code
