@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from verify.harness.judge import ChildReport, Evidence, judge, overall_status, properties
-from verify.harness.tensors import fingerprint
+from verify.harness.tensors import call_fingerprints
 
 TRIALS = [{"index": i, "seed": 100 + i, "distribution": d} for i, d in enumerate(("task", "randn", "negative"))]
 HONEST_CODE = "__global__ void relu_k(const float* x, float* y, long n) {}\nvoid f() { relu_k<<<1, 1>>>(0, 0, 0); }"
@@ -45,7 +45,7 @@ def honest() -> Evidence:
     for _ in range(5):
         y = torch.relu(torch.randn(64, 32, generator=g))
         timed_inputs.append(y)
-        eager_prints.append(fingerprint(y))
+        eager_prints.append(call_fingerprints(y))
     flags = {"cuda.matmul.allow_tf32": False, "float32_matmul_precision": "highest"}
     trusted = ChildReport(role="trusted", returncode=0, messages=[
         {"kind": "env", "environment": {"gpu": "NVIDIA H100 80GB HBM3", "torch": "2.11"}, "flags": flags},
@@ -53,7 +53,7 @@ def honest() -> Evidence:
         {"kind": "kernels", "which": "reference",
          "kernels": [{"name": "at::native::vectorized_elementwise_kernel", "stream": 7, "calls": 1, "device_us": 3.0,
                       "library": True}]},
-        {"kind": "timing", "which": "overhead", "result": _timing([0.004] * 5, 0.02, [[0.0] * 6] * 5)},
+        {"kind": "timing", "which": "overhead", "result": _timing([0.004] * 5, 0.02, [[[0.0] * 6]] * 5)},
         {"kind": "timing", "which": "eager", "result": _timing([0.012] * 5, 0.02, eager_prints)},
         {"kind": "timing", "which": "cuda-graph", "result": _timing([0.011] * 5, 0.02, eager_prints)},
         {"kind": "done"},
@@ -76,7 +76,7 @@ def honest() -> Evidence:
                                  "context": dict(CONTEXT)})
     run_messages += [
         {"kind": "timing-start"}, {"kind": "timing-end"},
-        {"kind": "timing", "which": "candidate", "result": _timing([0.010] * 5, 0.02, [fingerprint(y) for y in timed_inputs]),
+        {"kind": "timing", "which": "candidate", "result": _timing([0.010] * 5, 0.02, [call_fingerprints(y) for y in timed_inputs]),
          "threads_before": _threads(), "threads_after": _threads(), "flags": flags, "changed": []},
         {"kind": "kernels", "which": "candidate",
          "kernels": [{"name": "relu_k(float const*, float*, long)", "stream": 7, "calls": 1, "device_us": 2.5,
@@ -205,8 +205,8 @@ def _timed_outputs(ev: Evidence, change: Any) -> None:
     for _ in TRIALS:  # honest() draws the trials' inputs from the same generator first
         torch.randn(64, 32, generator=g, dtype=torch.float64)
     timed = [torch.relu(torch.randn(64, 32, generator=g)) for _ in range(5)]
-    assert [fingerprint(y) for y in timed] == ev.trusted.first("timing", which="eager")["result"]["fingerprints"]
-    _message(ev, "timing", which="candidate")["result"]["fingerprints"] = [fingerprint(change(y)) for y in timed]
+    assert [call_fingerprints(y) for y in timed] == ev.trusted.first("timing", which="eager")["result"]["fingerprints"]
+    _message(ev, "timing", which="candidate")["result"]["fingerprints"] = [call_fingerprints(change(y)) for y in timed]
 
 
 def test_lower_precision_on_the_timed_calls_only_is_flagged() -> None:
@@ -472,7 +472,7 @@ def _calls(event: float, wall: float, host: float | None = None, wall_iqr: float
 
     events, walls = _spread(event, event_iqr), _spread(wall, wall_iqr)
     result = {"calls": len(events), "seed_base": 7, "event_ms": events, "wall_ms": walls,
-              "fingerprints": [[0.0] * 6] * len(events), "loop_s": sum(walls) / 1000, "event": summarize(events),
+              "fingerprints": [[[0.0] * 6]] * len(events), "loop_s": sum(walls) / 1000, "event": summarize(events),
               "wall": summarize(walls)}
     if host is not None:
         result["host_ms"] = _spread(host, wall_iqr)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 
+import pytest
 import torch
 
 from verify.harness.timing import Clock, median_is_precise, time_callable
@@ -54,3 +55,73 @@ def test_one_outlier_does_not_keep_a_steady_series_going() -> None:
     samples = [1.0] * 29 + [50.0]
     assert median_is_precise(samples)
     assert not median_is_precise([1.0, 2.0, 1.0, 2.0] * 8)
+
+
+def test_every_output_of_a_timed_call_is_fingerprinted() -> None:
+    clock = Clock(torch, "cpu")
+    result = time_callable(clock, lambda inputs: (inputs[0] * 2, inputs[0].sum()), [torch.ones(4)], 7,
+                           min_calls=3, max_calls=3, target_s=0.0, warmup=1)
+    assert [len(call) for call in result["fingerprints"]] == [2, 2, 2]
+    assert all(first[0] != second[0] for first, second in result["fingerprints"])
+
+
+# The timed calls of a task with two outputs (harness 1.15): a kernel right on every trial and probe that cuts
+# corners on its second output from its 13th call on (the nine trials and three warm-up calls come first). Before
+# 1.15 only the first output of a timed call was checked, and both tricks passed.
+TWO_OUTPUTS_TASK = '''import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.lin = nn.Linear(n, n)
+    def forward(self, x):
+        y = self.lin(x)
+        return torch.relu(y), torch.tanh(y).sum(dim=1)
+def get_inputs():
+    return [torch.randn(64, 128)]
+def get_init_inputs():
+    return [128]
+'''
+TWO_OUTPUTS_HONEST = TWO_OUTPUTS_TASK.replace("class Model(", "class ModelNew(").split("def get_inputs")[0]
+LATE_SECOND_OUTPUT = TWO_OUTPUTS_TASK.replace("class Model(", "class ModelNew(").split("def get_inputs")[0].replace(
+    "        y = self.lin(x)\n        return torch.relu(y), torch.tanh(y).sum(dim=1)\n",
+    "        self.calls = getattr(self, 'calls', 0) + 1\n"
+    "        y = self.lin(x)\n"
+    "        if self.calls <= CORNERS_FROM:\n"
+    "            self.second = torch.tanh(y).sum(dim=1)\n"
+    "            return torch.relu(y), self.second.clone()\n"
+    "        return torch.relu(y), SECOND\n").replace("import torch.nn as nn\n", "import torch.nn as nn\nCORNERS_FROM = 12\n")
+STALE_SECOND = LATE_SECOND_OUTPUT.replace("SECOND\n", "self.second.clone()\n")
+BF16_SECOND = LATE_SECOND_OUTPUT.replace("SECOND\n", "torch.tanh(y.bfloat16()).float().sum(dim=1)\n")
+
+
+def _verify_two_outputs(kernel: str) -> dict:
+    from verify.runner import VerifyOptions, verify_code
+
+    return verify_code(TWO_OUTPUTS_TASK, kernel, "model-new",
+                       VerifyOptions(trials=3, device="cpu", target_seconds=0.05, shape_probe=False))
+
+
+@pytest.mark.slow
+def test_a_stale_second_output_on_the_timed_calls_fails_caching() -> None:
+    report = _verify_two_outputs(STALE_SECOND)
+    assert report["checks"]["correctness"]["verdict"] == "pass", report["checks"]["correctness"]
+    check = report["checks"]["caching"]
+    assert check["verdict"] == "fail" and "timed calls returned wrong outputs" in check["evidence"][0], check
+
+
+@pytest.mark.slow
+def test_a_second_output_in_bf16_on_the_timed_calls_is_lower_precision() -> None:
+    report = _verify_two_outputs(BF16_SECOND)
+    assert report["checks"]["correctness"]["verdict"] == "pass", report["checks"]["correctness"]
+    assert report["checks"]["caching"]["verdict"] == "pass", report["checks"]["caching"]
+    check = report["checks"]["lower-precision"]
+    assert check["verdict"] == "warn" and check["evidence"][0].startswith("timed calls:"), check
+
+
+@pytest.mark.slow
+def test_an_honest_kernel_with_two_outputs_passes_both_checks_on_its_timed_calls() -> None:
+    report = _verify_two_outputs(TWO_OUTPUTS_HONEST)
+    for name in ("correctness", "caching", "lower-precision"):
+        assert report["checks"][name]["verdict"] == "pass", report["checks"][name]
+    assert report["checks"]["lower-precision"]["evidence"][0].startswith("timed calls:")

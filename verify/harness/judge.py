@@ -23,10 +23,10 @@ from verify.harness.context import automatic_changes, context_changes
 from verify.harness.static import CHECKS, kernel_names, static_verdicts
 from verify.harness.tensors import (
     bit_equal,
+    call_distance,
+    calls_agree,
     error_stats,
     fails_l2_bound,
-    fingerprint_distance,
-    fingerprints_agree,
     judge_output,
 )
 from verify.harness.timing import device_ms
@@ -863,7 +863,7 @@ def timed_precision(ev: Evidence) -> tuple[str, str | None]:
             or reference_is_stateful(ev) or not any(s.get("passed") for s in ev.trial_stats)):
         return "pass", None
     distances = [d for c, e in zip(cand.get("fingerprints") or [], eager.get("fingerprints") or [], strict=False)
-                 if (d := fingerprint_distance(c, e)) is not None]
+                 if (d := call_distance(c, e)) is not None]
     if not distances:
         return "pass", None
     policy, own = ev.policy, max(errors)
@@ -1131,7 +1131,7 @@ def check_caching(ev: Evidence) -> dict[str, Any]:
         return _verdict("skip" if static_verdict == "pass" else static_verdict, "no timed calls to re-check", *lines)
     rtol = ev.policy["timed_fingerprint_rtol"]
     n = min(len(cand["fingerprints"]), len(eager["fingerprints"]))
-    bad = [i for i in range(n) if not fingerprints_agree(cand["fingerprints"][i], eager["fingerprints"][i], rtol)]
+    bad = [i for i in range(n) if not calls_agree(cand["fingerprints"][i], eager["fingerprints"][i], rtol)]
     if cand["seed_base"] != eager["seed_base"]:
         return _verdict("fail", "timed inputs were not the ones the harness chose")
     if ev.trial_stats and not any(s["passed"] for s in ev.trial_stats):

@@ -261,6 +261,47 @@ def fingerprints_agree(a: list[float], b: list[float], rtol: float) -> bool:
     return all(abs(x - y) <= rtol * scale for x, y in zip(a[:-1], b[:-1], strict=True))
 
 
+def call_fingerprints(out: Any) -> list[list[float]]:
+    """One ``fingerprint`` per output of a call: each item of a returned tuple or list, else the one tensor.
+
+    An output that is not a tensor gets NaNs, which agree with nothing.
+
+    Example:
+        >>> import torch
+        >>> [f[0] for f in call_fingerprints((torch.tensor([3.0, 4.0]), torch.tensor([6.0, 8.0])))]
+        [5.0, 10.0]
+        >>> call_fingerprints(None)[0][0]
+        nan
+    """
+    import torch
+
+    outs = list(out) if isinstance(out, list | tuple) else [out]
+    return [fingerprint(o) if isinstance(o, torch.Tensor) else [math.nan] * 6 for o in outs]
+
+
+def calls_agree(a: list[list[float]], b: list[list[float]], rtol: float) -> bool:
+    """Whether two calls' ``call_fingerprints`` describe the same outputs, each within ``rtol`` (``fingerprints_agree``).
+
+    Example:
+        >>> calls_agree([[5.0, 1.0, 0.0], [2.0, 1.0, 0.0]], [[5.0, 1.0, 0.0], [2.0, 1.5, 0.0]], 0.05)
+        False
+    """
+    return len(a) == len(b) and all(fingerprints_agree(x, y, rtol) for x, y in zip(a, b, strict=True))
+
+
+def call_distance(a: list[list[float]], b: list[list[float]]) -> float | None:
+    """The largest ``fingerprint_distance`` over two calls' outputs; None when any cannot be told or the counts differ.
+
+    Example:
+        >>> call_distance([[5.0, 1.0, 0.0], [2.0, 1.0, 0.0]], [[5.0, 1.0, 0.0], [2.0, 1.2, 0.0]])
+        0.1
+    """
+    if not a or len(a) != len(b):
+        return None
+    distances = [fingerprint_distance(x, y) for x, y in zip(a, b, strict=True)]
+    return None if None in distances else max(d for d in distances if d is not None)
+
+
 def fingerprint_distance(a: list[float], b: list[float]) -> float | None:
     """The relative L2 difference of the two tensors that ``a`` and ``b`` describe, estimated from their projections.
 

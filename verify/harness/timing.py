@@ -4,7 +4,7 @@ Per timed call: fresh input *contents* made outside the timed region, the L2 cac
 buffer of twice its size, a device-wide synchronize, then CUDA events around the call and a device-wide
 synchronize before the host clock stops. The event time, the host wall time and the host time of the call
 itself (from before the start event until the call returned, without the wait for the device) are kept for
-every call, plus a fingerprint of each output (computed after the clock stopped) so the parent can re-check
+every call, plus a fingerprint of each of its outputs (computed after the clock stopped) so the parent can re-check
 that timed calls returned right answers. The clock's functions are captured when the harness starts,
 before any candidate code is imported, so a candidate that replaces ``torch.cuda.Event`` or
 ``time.perf_counter`` does not change what this module calls.
@@ -21,7 +21,7 @@ import statistics
 import time
 from typing import Any
 
-from verify.harness.tensors import fingerprint, is_symmetric
+from verify.harness.tensors import call_fingerprints, is_symmetric
 
 
 class Clock:
@@ -250,8 +250,7 @@ def time_callable(
         wall_ms.append((t1 - t0) / 1e6)
         host_ms.append((returned - t0) / 1e6)
         events_ms.append(clock.elapsed(start, end) if start is not None else (t1 - t0) / 1e6)
-        outs = out if isinstance(out, list | tuple) else [out]
-        prints.append(fingerprint(outs[0]) if outs and isinstance(outs[0], torch.Tensor) else [math.nan] * 6)
+        prints.append(call_fingerprints(out))
         if precision is not None and i + 1 >= min_calls and i + 1 < n and median_is_precise(events_ms, precision):
             stopped = "precision"
             break
