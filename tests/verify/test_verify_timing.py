@@ -65,6 +65,22 @@ def test_every_output_of_a_timed_call_is_fingerprinted() -> None:
     assert all(first[0] != second[0] for first, second in result["fingerprints"])
 
 
+
+def test_the_harness_steps_around_each_timed_call_are_timed_apart_from_it() -> None:
+    clock = scripted_clock(itertools.cycle([1_000_000]))
+    scripted, offset = clock.perf_ns, [0]
+    clock.perf_ns = lambda: scripted() + offset[0]  # type: ignore[method-assign]
+
+    def reset() -> None:
+        offset[0] += 3_000_000  # this step of the harness takes 3 ms
+
+    result = time_callable(clock, clock.scripted_call, [torch.ones(4)], 7, min_calls=5, max_calls=5, target_s=1.0,
+                           reset=reset, warmup=0)
+    assert set(result["untimed"]) == {"inputs", "reset", "flush", "fingerprint"}
+    assert result["untimed"]["reset"]["median"] == 3.0 and result["untimed"]["reset"]["n"] == 5
+    assert result["untimed"]["inputs"]["median"] == result["untimed"]["fingerprint"]["median"] == 0.0
+    assert result["event"]["median"] == 1.0 and result["wall"]["median"] == 1.0
+
 # The timed calls of a task with two outputs (harness 1.15): a kernel right on every trial and probe that cuts
 # corners on its second output from its 13th call on (the nine trials and three warm-up calls come first). Before
 # 1.15 only the first output of a timed call was checked, and both tricks passed.

@@ -926,6 +926,8 @@ def _summary(report: ChildReport | None, which: str) -> dict[str, Any] | None:
     result = message["result"]
     return {"calls": result["calls"], "event_ms": result["event"], "wall_ms": result["wall"], "loop_s": result["loop_s"],
             **({"host_ms": result["host"]} if "host" in result else {}),
+            **({"untimed_ms": {part: summary["median"] for part, summary in result["untimed"].items()}}
+               if "untimed" in result else {}),
             **({"compile_s": result["compile_s"]} if "compile_s" in result else {})}
 
 

@@ -158,6 +158,12 @@ def fresh_inputs(torch: Any, template: list[Any], seed: int, device: str,
     return out
 
 
+UNTIMED_PARTS: tuple[str, ...] = ("inputs", "reset", "flush", "fingerprint")
+"""The harness's own steps around each timed call, timed per call (ms) and summarised under ``untimed``: fresh
+inputs (and ``prepare``), ``reset``, the L2 flush with the synchronize before the start, and the fingerprints after
+the stop. Work a candidate hides from the timer in any of them (a finalizer, a hook on a torch function the harness
+calls) makes its step slower than the same step of the reference's series on the same inputs."""
+
 PRECISION = 0.005
 """Timed series stop once the 95% confidence half-width of their median is below this fraction of it."""
 
@@ -226,14 +232,18 @@ def time_callable(
     events_ms: list[float] = []
     wall_ms: list[float] = []
     host_ms: list[float] = []
-    prints: list[list[float]] = []
+    prints: list[list[list[float]]] = []
+    untimed: dict[str, list[float]] = {part: [] for part in UNTIMED_PARTS}
     loop_start = clock.perf_ns()
     for i in range(n):
+        began = clock.perf_ns()
         inputs = fresh_inputs(torch, template, seed_base + i, clock.device, symmetric)
         if prepare is not None:
             prepare(inputs)
+        prepared = clock.perf_ns()
         if reset is not None:
             reset()
+        was_reset = clock.perf_ns()
         if flush is not None:
             flush.zero_()
         clock.full_sync()
@@ -251,6 +261,9 @@ def time_callable(
         host_ms.append((returned - t0) / 1e6)
         events_ms.append(clock.elapsed(start, end) if start is not None else (t1 - t0) / 1e6)
         prints.append(call_fingerprints(out))
+        for part, ns in zip(UNTIMED_PARTS, (prepared - began, was_reset - prepared, t0 - was_reset,
+                                            clock.perf_ns() - t1), strict=True):
+            untimed[part].append(ns / 1e6)
         if precision is not None and i + 1 >= min_calls and i + 1 < n and median_is_precise(events_ms, precision):
             stopped = "precision"
             break
@@ -270,4 +283,5 @@ def time_callable(
         "event": summarize(events_ms),
         "wall": summarize(wall_ms),
         "host": summarize(host_ms),
+        "untimed": {part: summarize(values) for part, values in untimed.items()},
     }
