@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import weakref
 from collections.abc import Iterator
 
 import pytest
@@ -80,6 +81,30 @@ def test_the_harness_steps_around_each_timed_call_are_timed_apart_from_it() -> N
     assert result["untimed"]["reset"]["median"] == 3.0 and result["untimed"]["reset"]["n"] == 5
     assert result["untimed"]["inputs"]["median"] == result["untimed"]["fingerprint"]["median"] == 0.0
     assert result["event"]["median"] == 1.0 and result["wall"]["median"] == 1.0
+
+
+def test_a_calls_inputs_and_outputs_are_dropped_before_the_next_inputs_are_made(monkeypatch) -> None:
+    from verify.harness import timing
+
+    events: list[str] = []
+    made = timing.fresh_inputs
+
+    def fresh_inputs(*args: object, **kwargs: object) -> list[torch.Tensor]:
+        events.append("made")
+        return made(*args, **kwargs)
+
+    def call(inputs: list[torch.Tensor]) -> torch.Tensor:
+        out = inputs[0] * 2
+        weakref.finalize(inputs[0], events.append, "inputs dropped")
+        weakref.finalize(out, events.append, "output dropped")
+        events.append("called")
+        return out
+
+    monkeypatch.setattr(timing, "fresh_inputs", fresh_inputs)
+    time_callable(Clock(torch, "cpu"), call, [torch.ones(4)], 7, min_calls=3, max_calls=3, target_s=0.0, warmup=0)
+    timed = events[events.index("made"):]
+    assert timed == ["made", "called", "output dropped", "inputs dropped"] * 3 or \
+        timed == ["made", "called", "inputs dropped", "output dropped"] * 3, timed
 
 # The timed calls of a task with two outputs (harness 1.15): a kernel right on every trial and probe that cuts
 # corners on its second output from its 13th call on (the nine trials and three warm-up calls come first). Before

@@ -160,8 +160,8 @@ def fresh_inputs(torch: Any, template: list[Any], seed: int, device: str,
 
 UNTIMED_PARTS: tuple[str, ...] = ("inputs", "reset", "flush", "fingerprint")
 """The harness's own steps around each timed call, timed per call (ms) and summarised under ``untimed``: fresh
-inputs (and ``prepare``), ``reset``, the L2 flush with the synchronize before the start, and the fingerprints after
-the stop. Work a candidate hides from the timer in any of them (a finalizer, a hook on a torch function the harness
+inputs (and ``prepare``), ``reset``, the L2 flush with the synchronize before the start, and after the stop the
+fingerprints and the call's inputs and outputs dropped. Work a candidate hides from the timer in any of them (a finalizer, a hook on a torch function the harness
 calls) makes its step slower than the same step of the reference's series on the same inputs."""
 
 PRECISION = 0.005
@@ -261,6 +261,9 @@ def time_callable(
         host_ms.append((returned - t0) / 1e6)
         events_ms.append(clock.elapsed(start, end) if start is not None else (t1 - t0) / 1e6)
         prints.append(call_fingerprints(out))
+        # Before the next inputs exist: whatever the candidate hung on this call's inputs or outputs (a finalizer)
+        # runs while it has nothing of the next call to work on.
+        del out, inputs
         for part, ns in zip(UNTIMED_PARTS, (prepared - began, was_reset - prepared, t0 - was_reset,
                                             clock.perf_ns() - t1), strict=True):
             untimed[part].append(ns / 1e6)
