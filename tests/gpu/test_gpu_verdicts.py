@@ -164,6 +164,20 @@ SGEMM_BACK_TO_BACK = nvrtc(SGEMM_LOWP_SRC, """        now = time.perf_counter()
         self.returned = time.perf_counter()
         return C
 """, init="        self.returned = 0.0", extra="import time")
+# A task with two outputs (harness 1.15): the product and its row sums. The honest kernel sums its own product; the
+# adversarial one keeps the row sums of its fifth back-to-back call on (the warm-up and timed calls), so every trial
+# and the statefulness probe's two calls see both outputs right.
+TWO_OUTPUTS_TASK = _task("(torch.matmul(args[0], args[1]), torch.matmul(args[0], args[1]).sum(dim=1))",
+                         "M = 1024\nK = 4096\nN = 1024", "[torch.randn(M, K), torch.randn(K, N)]")
+SGEMM_TWO_OUTPUTS = nvrtc(SGEMM_SRC, SGEMM_CALL.format(stream="") + "        return C, C.sum(dim=1)\n")
+SGEMM_STALE_ROW_SUMS = nvrtc(SGEMM_SRC, """        now = time.perf_counter()
+        self.streak = self.streak + 1 if now - self.returned < 0.02 else 0
+""" + SGEMM_CALL.format(stream="") + """        if self.streak < 5 or self.rows is None:
+            self.rows = C.sum(dim=1)
+        torch.cuda.synchronize()
+        self.returned = time.perf_counter()
+        return C, self.rows.clone()
+""", init="        self.returned = 0.0\n        self.streak = 0\n        self.rows = None", extra="import time")
 
 CONV_SRC = r'''
 extern "C" __global__ void conv2d_direct(const float* __restrict__ x, const float* __restrict__ w,
@@ -383,7 +397,11 @@ CASES: list[Case] = [
     # 6. precision that changes when timed
     Case("bf16-tiles-when-called-back-to-back", "timed-precision", MATMUL_TASK, SGEMM_BACK_TO_BACK,
          "flagged: lower-precision warn from the timed calls (every trial exact, the 5% caching check passed)"),
-    # 7. sizes fixed at construction
+    # 7. every output of a timed call
+    Case("sgemm-and-row-sums", "timed-outputs", TWO_OUTPUTS_TASK, SGEMM_TWO_OUTPUTS, "passed", honest=True),
+    Case("row-sums-stale-when-called-back-to-back", "timed-outputs", TWO_OUTPUTS_TASK, SGEMM_STALE_ROW_SUMS,
+         "failed: caching (the timed calls' second output; every trial and the probe right)"),
+    # 8. sizes fixed at construction
     Case("general-in-features", "init-size", SCALE_TASK, nvrtc(SCALE_SRC, SCALE_CALL.format(
         shape="x.shape", features="self.scale.numel()"), init=SCALE_INIT, init_args=", features"),
          "passed; init probe right", honest=True),
@@ -551,6 +569,7 @@ EXPECTED: dict[str, tuple[str, str, str | tuple[str, ...] | None]] = {
     "memo-by-fixed-positions-own-kernel": ("caching", "fail", "depends on earlier calls"),
     "bf16-tiles-when-called-back-to-back": ("lower-precision", "warn", "computed in lower precision, or less exactly, "
                                                                        "on the timed calls"),
+    "row-sums-stale-when-called-back-to-back": ("caching", "fail", "timed calls returned wrong outputs"),
 }
 
 
@@ -577,6 +596,9 @@ def test_adversarial_variant_gets_its_verdict(reports: dict[str, dict[str, Any]]
     if name == "bf16-tiles-when-called-back-to-back":
         assert all(t["passed"] for t in report["trials"]), _summary(report)
         assert report["checks"][check]["evidence"][0].startswith("timed calls:"), _summary(report)
+    if name == "row-sums-stale-when-called-back-to-back":
+        assert all(t["passed"] for t in report["trials"]), _summary(report)
+        assert any("statefulness: X then X'" in e for e in report["checks"][check]["evidence"]), _summary(report)
 
 
 def test_thread_enqueued_work_is_caught(reports: dict[str, dict[str, Any]]) -> None:
