@@ -1185,6 +1185,17 @@ def check_timer_patching(ev: Evidence) -> dict[str, Any]:
                 lines.insert(0, f"parent-observed loop {observed:.2f}s agrees with the child's {cand['loop_s']:.2f}s")
     if not changed:
         lines.insert(0, "timer, synchronize, comparison and Module functions are the originals")
+    watched = (cand or {}).get("watch") or {}
+    if watched.get("foreign_code") or watched.get("hooks"):
+        verdict = "fail"
+        ran = sorted(watched.get("foreign_code", {}).items(), key=lambda item: -item[1])
+        lines.insert(0, "the candidate's own code ran between making a timed call's inputs and starting its timer, "
+                        "where work on those inputs is not timed: "
+                        + "; ".join([f"{name} x{count}" for name, count in ran[:5]]
+                                    + [f"{hook} installed" for hook in watched.get("hooks", [])]))
+    elif cand and "watch" in cand:
+        lines.append(f"none of the candidate's code ran between making a timed call's inputs and starting its timer "
+                     f"({cand['calls']} calls)")
     return _verdict(verdict, *lines)
 
 

@@ -54,6 +54,7 @@ from verify.harness.tensors import (
     zero_pattern,
 )
 from verify.harness.timing import Clock, l2_flush_buffer, time_callable
+from verify.harness.watch import StepWatch
 
 # Library kernel names (cuBLAS, cuDNN, CUTLASS, ATen's own kernels, Triton): work the candidate did not write.
 LIBRARY_KERNEL_PATTERNS: tuple[str, ...] = (
@@ -746,7 +747,7 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
         channel.send("timing-start")
         with torch.no_grad():
             result = time_callable(clock, call, template, job["timing"]["seed_base"], flush=flush, reset=reset,
-                                   **options)
+                                   watch=StepWatch([str(work)]), **options)
         channel.send("timing-end")
         channel.send("timing", which="candidate", result=result, threads_before=threads_pre,
                      threads_after=thread_counts(), flags=snapshot_flags({"torch": torch}), context=context.snapshot(),

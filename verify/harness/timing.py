@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import math
 import statistics
 import time
@@ -202,6 +203,7 @@ def time_callable(
     prepare: Any = None,
     reset: Any = None,
     precision: float | None = PRECISION,
+    watch: Any = None,
 ) -> dict[str, Any]:
     """Time ``call(inputs)`` on fresh inputs; returns raw per-call times, fingerprints and a summary.
 
@@ -211,7 +213,8 @@ def time_callable(
     timed calls take about ``target_s`` seconds, within [min_calls, max_calls]; the series stops earlier, after
     ``min_calls``, once its median is known to within ``precision`` (``median_is_precise`` on the event times,
     or the wall times without events): a steady kernel needs fewer calls than a noisy one. ``stopped`` says
-    which limit ended it.
+    which limit ended it. ``watch`` (optional, a ``watch.StepWatch``) is entered around the steps from making each
+    call's inputs to starting its timer, and what it saw is returned under ``watch``.
     """
     torch = clock.torch
     symmetric = [is_symmetric(x) for x in template]
@@ -237,17 +240,18 @@ def time_callable(
     loop_start = clock.perf_ns()
     for i in range(n):
         began = clock.perf_ns()
-        inputs = fresh_inputs(torch, template, seed_base + i, clock.device, symmetric)
-        if prepare is not None:
-            prepare(inputs)
-        prepared = clock.perf_ns()
-        if reset is not None:
-            reset()
-        was_reset = clock.perf_ns()
-        if flush is not None:
-            flush.zero_()
-        clock.full_sync()
-        start, end = clock.new_events()
+        with watch if watch is not None else contextlib.nullcontext():
+            inputs = fresh_inputs(torch, template, seed_base + i, clock.device, symmetric)
+            if prepare is not None:
+                prepare(inputs)
+            prepared = clock.perf_ns()
+            if reset is not None:
+                reset()
+            was_reset = clock.perf_ns()
+            if flush is not None:
+                flush.zero_()
+            clock.full_sync()
+            start, end = clock.new_events()
         t0 = clock.perf_ns()
         if start is not None:
             clock.record(start)
@@ -287,4 +291,5 @@ def time_callable(
         "wall": summarize(wall_ms),
         "host": summarize(host_ms),
         "untimed": {part: summarize(values) for part, values in untimed.items()},
+        **({"watch": watch.evidence()} if watch is not None else {}),
     }

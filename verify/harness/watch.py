@@ -1,0 +1,144 @@
+"""The steps between a timed call's inputs and its timer, watched for the candidate's own code.
+
+From the moment a timed call's inputs are made until its timer starts, the harness runs only its own code, the
+standard library's and torch's. Code of the candidate's that runs there can work on those inputs outside the timed
+call: a function it put in place of a torch method the harness calls on the inputs (``Tensor.contiguous``), a
+torch function or dispatch mode it entered at import, a finalizer on an object the harness drops there, an audit
+hook or a signal handler. The timed call then only hands back what was computed before the timer started.
+
+``StepWatch`` is a profile function (``sys.setprofile``) over those steps that records every Python function that
+starts there from a file that is neither the harness's nor the interpreter's, its standard library's or its
+installed packages' (torch's among them): the candidate's own files, text it ran with ``exec`` (``<string>``), a
+file it wrote anywhere else. It also records a trace or profile function of the candidate's already installed when a
+window opens: one runs with profiling off, so it would not be seen. The garbage collector is off inside the window, so a
+collection the harness's allocations happen to start does not run the candidate's finalizers there. The functions
+the watch calls are captured when the harness starts, before the candidate is imported.
+
+Example:
+    >>> watch = StepWatch(["/nonexistent"])
+    >>> with watch:
+    ...     _ = sorted([2, 1])
+    >>> watch.found, watch.hooks
+    ({}, [])
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import site
+import sys
+import sysconfig
+from typing import Any
+
+_SET_PROFILE = sys.setprofile
+_GET_PROFILE = sys.getprofile
+_GET_TRACE = sys.gettrace
+_GC_ENABLED = gc.isenabled
+_GC_OFF = gc.disable
+_GC_ON = gc.enable
+
+
+def _code_of(function: Any) -> Any:
+    """The code object a function, or a callable object's class, runs (None for one written in C)."""
+    code = getattr(function, "__code__", None)
+    return code if code is not None else getattr(vars(type(function)).get("__call__"), "__code__", None)
+
+
+def _describe(function: Any) -> str:
+    code = _code_of(function)
+    name = getattr(function, "__qualname__", None) or type(function).__qualname__
+    return f"{name} ({os.path.basename(code.co_filename)}:{code.co_firstlineno})" if code else str(name)
+
+
+def _folders(paths: list[str]) -> tuple[str, ...]:
+    return tuple(sorted({os.path.join(p, "") for p in paths if p} | {os.path.join(os.path.realpath(p), "") for p in paths if p}))
+
+
+def _library_roots() -> list[str]:
+    """Where the interpreter, its standard library and installed packages live."""
+    paths = sysconfig.get_paths()
+    roots = [paths.get(k, "") for k in ("stdlib", "platstdlib", "purelib", "platlib")]
+    roots += [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
+    with contextlib.suppress(AttributeError):
+        roots += [*site.getsitepackages(), site.getusersitepackages()]
+    # A prefix of "/" would make every file the interpreter's.
+    return [r for r in roots if r and os.path.realpath(r) != os.sep]
+
+
+def _package_folders() -> list[str]:
+    """The folder of torch's package (and triton's, when loaded), wherever it was installed from: an editable build
+    of torch lives outside the interpreter's folders, and its Python runs in the window (``torch.cuda.synchronize``)."""
+    folders = []
+    for name in ("torch", "triton"):
+        module = sys.modules.get(name)
+        if getattr(module, "__file__", None):
+            folders.append(os.path.dirname(os.path.realpath(module.__file__)))
+    return folders
+
+
+_HARNESS_FILE = _describe.__code__.co_filename
+# Imported as a package (not inlined into one script), the harness is every module in this folder.
+_HARNESS_FOLDER = os.path.dirname(_HARNESS_FILE) if os.path.basename(os.path.dirname(_HARNESS_FILE)) == "harness" else ""
+
+
+class StepWatch:
+    """A context manager over one window of the harness's steps; what of the candidate's ran there accumulates.
+
+    ``found`` maps each function (``qualname (file:line)``) to the number of times it started inside a window;
+    ``hooks`` names the candidate's own trace and profile functions that were installed when a window opened.
+    """
+
+    def __init__(self, own: list[str]) -> None:
+        self.own = _folders(own)
+        self.known = _folders([*_library_roots(), _HARNESS_FOLDER, *_package_folders()])
+        self.found: dict[str, int] = {}
+        self.hooks: list[str] = []
+        self._previous: Any = None
+        self._collecting = False
+
+    def is_own(self, filename: str) -> bool:
+        """Whether code from ``filename`` is the candidate's: in its folders, or outside the harness's file and the
+        interpreter's libraries (``<frozen ...>`` modules are the interpreter's; ``<string>`` is ``exec``'d text).
+
+        Example:
+            >>> watch = StepWatch(["/tmp/work"])
+            >>> watch.is_own("/tmp/work/kernel.py"), watch.is_own("<string>"), watch.is_own("/tmp/elsewhere.py")
+            (True, True, True)
+            >>> watch.is_own(os.__file__), watch.is_own("<frozen os>"), watch.is_own(StepWatch.is_own.__code__.co_filename)
+            (False, False, False)
+        """
+        if filename.startswith(self.own):
+            return True
+        if filename.startswith("<"):
+            return not filename.startswith("<frozen ")
+        return filename != _HARNESS_FILE and not filename.startswith(self.known)
+
+    def __enter__(self) -> StepWatch:
+        self._collecting = _GC_ENABLED()
+        _GC_OFF()
+        self._previous = _GET_PROFILE()
+        for kind, hook in (("profile", self._previous), ("trace", _GET_TRACE())):
+            code = _code_of(hook) if hook is not None else None
+            if code is not None and self.is_own(code.co_filename) and f"{kind} {_describe(hook)}" not in self.hooks:
+                self.hooks.append(f"{kind} {_describe(hook)}")
+        _SET_PROFILE(self._event)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _SET_PROFILE(self._previous)
+        if self._collecting:
+            _GC_ON()
+
+    def _event(self, frame: Any, event: str, arg: Any) -> None:
+        if event != "call":
+            return
+        code = frame.f_code
+        if self.is_own(code.co_filename):
+            key = f"{getattr(code, 'co_qualname', code.co_name)} ({os.path.basename(code.co_filename)}:{code.co_firstlineno})"
+            self.found[key] = self.found.get(key, 0) + 1
+
+    def evidence(self) -> dict[str, Any]:
+        """What the windows saw, for the timing message (``{}`` when nothing)."""
+        return {k: v for k, v in (("foreign_code", dict(self.found)), ("hooks", list(self.hooks))) if v}
