@@ -127,3 +127,75 @@ def test_an_honest_kernel_runs_nothing_of_its_own_there(kernel: str) -> None:
     check = report["checks"]["timer-patching"]
     assert check["verdict"] == "pass", check
     assert any(e.startswith("none of the candidate's code ran between") for e in check["evidence"]), check
+
+
+@pytest.mark.filterwarnings("ignore:Warning only once for all operators")
+def test_a_kernel_registered_for_an_aten_operator_is_named() -> None:
+    import torch
+
+    from verify.harness.watch import aten_kernels, replaced_kernels
+
+    before = aten_kernels(torch)
+    library = torch.library.Library("aten", "IMPL")
+    library.impl("sinc", lambda x: torch.where(x == 0, torch.ones_like(x), torch.sin(x) / x), "CPU")
+    try:
+        found = replaced_kernels(before, aten_kernels(torch), str(Path(torch.__file__).parent))
+    finally:
+        library._destroy()
+    assert len(found) == 1 and found[0].startswith("aten::sinc: CPU: registered at "), found
+    assert replaced_kernels(before, aten_kernels(torch), str(Path(torch.__file__).parent)) == []
+
+
+# A C++ extension that registers its own kernel for an aten operator (a faithful one) when it is loaded, and a
+# Python module that does the same through torch.library: what the harness computes in that process changes too.
+CPP_ATEN_OVERRIDE = '''import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+_SOURCE = """
+#include <torch/extension.h>
+at::Tensor early_contiguous(const at::Tensor& self, at::MemoryFormat format) {
+  return self.is_contiguous(format) ? self : self.clone(format);
+}
+TORCH_LIBRARY_IMPL(aten, CPU, m) { m.impl("contiguous", early_contiguous); }
+torch::Tensor relu_linear(torch::Tensor x, torch::Tensor w, torch::Tensor b) {
+  return torch::relu(torch::addmm(b, x, w.t()));
+}
+"""
+_ext = load_inline(name="ka_watch_test_aten_override", cpp_sources=[_SOURCE], functions=["relu_linear"], verbose=False)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.lin = nn.Linear(n, n)
+
+    def forward(self, x):
+        return _ext.relu_linear(x, self.lin.weight, self.lin.bias)
+'''
+PY_ATEN_OVERRIDE = HONEST.replace("import torch.nn as nn\n", "import torch.nn as nn\n"
+                                  "_library = torch.library.Library('aten', 'IMPL')\n"
+                                  "_library.impl('sinc', lambda x: torch.where(x == 0, torch.ones_like(x), "
+                                  "torch.sin(x) / x), 'CPU')\n")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("kernel", "operator"), [(CPP_ATEN_OVERRIDE, "aten::contiguous"),
+                                                  (PY_ATEN_OVERRIDE, "aten::sinc")], ids=["c++", "python"])
+def test_a_kernel_that_replaces_an_aten_operators_kernel_fails_timer_patching(kernel: str, operator: str) -> None:
+    report = _verify(kernel)
+    assert report["checks"]["correctness"]["verdict"] == "pass", report["checks"]["correctness"]
+    check = report["checks"]["timer-patching"]
+    assert check["verdict"] == "fail", check
+    assert check["evidence"][0].startswith("the candidate replaced torch's kernels for 1 aten operator"), check
+    assert f"{operator}: CPU: registered at " in check["evidence"][0], check
+
+
+@pytest.mark.slow
+def test_an_extension_with_its_own_functions_replaces_no_operator() -> None:
+    from batch_testing import EXTENSION
+
+    check = _verify(EXTENSION)["checks"]["timer-patching"]
+    assert check["verdict"] == "pass", check
+    assert "torch's kernels for aten operators are the ones registered before the candidate was imported" in \
+        check["evidence"], check

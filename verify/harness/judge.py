@@ -1185,6 +1185,14 @@ def check_timer_patching(ev: Evidence) -> dict[str, Any]:
                 lines.insert(0, f"parent-observed loop {observed:.2f}s agrees with the child's {cand['loop_s']:.2f}s")
     if not changed:
         lines.insert(0, "timer, synchronize, comparison and Module functions are the originals")
+    operators = ev.run.first("probe", phase="operators")
+    if operators and operators.get("replaced"):
+        verdict = "fail"
+        lines.insert(0, f"the candidate replaced torch's kernels for {len(operators['replaced'])} aten operator "
+                        "kernel(s), changing what the harness computes in its process too: "
+                        + "; ".join(operators["replaced"][:5]))
+    elif operators is not None:
+        lines.append("torch's kernels for aten operators are the ones registered before the candidate was imported")
     watched = (cand or {}).get("watch") or {}
     if watched.get("foreign_code") or watched.get("hooks"):
         verdict = "fail"

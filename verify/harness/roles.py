@@ -54,7 +54,7 @@ from verify.harness.tensors import (
     zero_pattern,
 )
 from verify.harness.timing import Clock, l2_flush_buffer, time_callable
-from verify.harness.watch import StepWatch
+from verify.harness.watch import StepWatch, aten_kernels, replaced_kernels
 
 # Library kernel names (cuBLAS, cuDNN, CUTLASS, ATen's own kernels, Triton): work the candidate did not write.
 LIBRARY_KERNEL_PATTERNS: tuple[str, ...] = (
@@ -630,6 +630,7 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
                          result=time_callable(clock, lambda i: tiny.add_(1), [], 1, warmup=2, min_calls=30,
                                               max_calls=30, target_s=0.0))
     identities = snapshot_identities()
+    kernels_before, torch_folder = aten_kernels(torch), os.path.dirname(torch.__file__)
     flags_before = snapshot_flags({"torch": torch})
     threads_before = thread_counts()
     context = ContextState({"timed": int(torch.cuda.current_stream().cuda_stream)} if device == "cuda" else {})
@@ -756,6 +757,8 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
             # Its kernel durations are compared with the timed series: they are measured alone too.
             with torch.no_grad():
                 channel.send("kernels", which="candidate", kernels=_trace_kernels(torch, call, template, work))
+    # After the timed calls, whose inputs, fingerprints and comparisons an operator's replaced kernel would change.
+    channel.send("probe", phase="operators", replaced=replaced_kernels(kernels_before, aten_kernels(torch), torch_folder))
     if device == "cuda":
         yield_point(job, channel, clock.full_sync)
         try:

@@ -30,6 +30,7 @@ import os
 import site
 import sys
 import sysconfig
+from pathlib import Path
 from typing import Any
 
 _SET_PROFILE = sys.setprofile
@@ -142,3 +143,56 @@ class StepWatch:
     def evidence(self) -> dict[str, Any]:
         """What the windows saw, for the timing message (``{}`` when nothing)."""
         return {k: v for k, v in (("foreign_code", dict(self.found)), ("hooks", list(self.hooks))) if v}
+
+
+def aten_kernels(torch: Any) -> dict[str, str]:
+    """Each aten operator's dispatcher table (``torch._C._dispatch_dump``): which kernel each dispatch key runs and
+    where it was registered. About 0.1 s for torch's 3,000-odd aten operators.
+
+    Example:
+        >>> import torch
+        >>> "CPU: registered at" in aten_kernels(torch)["aten::mul.Tensor"]
+        True
+    """
+    dump = torch._C._dispatch_dump
+    return {name: dump(name) for name in torch._C._dispatch_get_all_op_names() if name.startswith("aten::")}
+
+
+def _registered_at(line: str) -> str:
+    where = line.split("registered at ", 1)[1] if "registered at " in line else ""
+    return where.split(" :: ", 1)[0].rsplit(":", 1)[0]
+
+
+def replaced_kernels(before: dict[str, str], after: dict[str, str], torch_folder: str) -> list[str]:
+    """Kernels for aten operators registered between two ``aten_kernels`` tables from files torch's were not:
+    ``"aten::op: KEY: registered at FILE:LINE"``, one a line.
+
+    A candidate that replaces the kernel torch runs for an operator (``TORCH_LIBRARY_IMPL(aten, CUDA, m)`` in its
+    extension, or ``torch.library.Library("aten", "IMPL")`` in Python) changes what every caller computes: the
+    harness's own input preparation, fingerprints and comparisons in the candidate's process among them. torch's own
+    later registrations come from its package folder, from a file its first table already names, or from the folder
+    its C++ was built in (the common folder of the first table's C++ files).
+
+    Example:
+        >>> before = {"aten::mul.Tensor": "CPU: registered at /build/RegisterCPU.cpp:12 :: (Tensor _0) -> Tensor _0"}
+        >>> after = {"aten::mul.Tensor": "CPU: registered at /tmp/ext/main.cpp:7 :: (Tensor _0) -> Tensor _0\\n"
+        ...                              "CPU (inactive): registered at /build/RegisterCPU.cpp:12 :: (Tensor _0) -> Tensor _0"}
+        >>> replaced_kernels(before, after, "/site-packages/torch")
+        ['aten::mul.Tensor: CPU: registered at /tmp/ext/main.cpp:7']
+    """
+    torch_files = {_registered_at(line) for table in before.values() for line in table.splitlines()}
+    folders = {os.path.join(torch_folder, ""), os.path.join(os.path.realpath(torch_folder), "")}
+    built = [f for f in torch_files if f.startswith(os.sep) and f.endswith((".cpp", ".cu", ".h"))]
+    if built and len(Path(root := os.path.commonpath(built)).parts) > 2:
+        # Where torch's C++ was built: a library torch loads later (dlopen on first use) registers from there too.
+        folders.add(os.path.join(root, ""))
+    folders = tuple(folders)
+    found = []
+    for name, table in after.items():
+        old = set(before.get(name, "").splitlines())
+        for line in table.splitlines():
+            where = _registered_at(line)
+            if line in old or not where or where in torch_files or where.startswith(folders) or "(inactive)" in line:
+                continue
+            found.append(f"{name}: {line.split(' :: ', 1)[0]}")
+    return found
