@@ -748,7 +748,7 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
         channel.send("timing-start")
         with torch.no_grad():
             result = time_callable(clock, call, template, job["timing"]["seed_base"], flush=flush, reset=reset,
-                                   watch=StepWatch([str(work)]), **options)
+                                   watch=StepWatch([str(work)], (torch_folder,)), **options)
         channel.send("timing-end")
         channel.send("timing", which="candidate", result=result, threads_before=threads_pre,
                      threads_after=thread_counts(), flags=snapshot_flags({"torch": torch}), context=context.snapshot(),

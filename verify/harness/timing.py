@@ -162,8 +162,9 @@ def fresh_inputs(torch: Any, template: list[Any], seed: int, device: str,
 UNTIMED_PARTS: tuple[str, ...] = ("inputs", "reset", "flush", "fingerprint")
 """The harness's own steps around each timed call, timed per call (ms) and summarised under ``untimed``: fresh
 inputs (and ``prepare``), ``reset``, the L2 flush with the synchronize before the start, and after the stop the
-fingerprints and the call's inputs and outputs dropped. Work a candidate hides from the timer in any of them (a finalizer, a hook on a torch function the harness
-calls) makes its step slower than the same step of the reference's series on the same inputs."""
+fingerprints and the call's inputs and outputs dropped. Work a candidate hides from the timer in any of them (a
+finalizer, a hook on a torch function the harness calls) makes its step slower than the same step of the
+reference's series on the same inputs."""
 
 PRECISION = 0.005
 """Timed series stop once the 95% confidence half-width of their median is below this fraction of it."""

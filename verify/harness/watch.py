@@ -8,7 +8,7 @@ hook or a signal handler. The timed call then only hands back what was computed 
 
 ``StepWatch`` is a profile function (``sys.setprofile``) over those steps that records every Python function that
 starts there from a file that is neither the harness's nor the interpreter's, its standard library's or its
-installed packages' (torch's among them): the candidate's own files, text it ran with ``exec`` (``<string>``), a
+installed packages' (torch's wherever it was installed): the candidate's own files, text it ran with ``exec`` (``<string>``), a
 file it wrote anywhere else. It also records a trace or profile function of the candidate's already installed when a
 window opens: one runs with profiling off, so it would not be seen. The garbage collector is off inside the window, so a
 collection the harness's allocations happen to start does not run the candidate's finalizers there. The functions
@@ -68,17 +68,8 @@ def _library_roots() -> list[str]:
     return [r for r in roots if r and os.path.realpath(r) != os.sep]
 
 
-def _package_folders() -> list[str]:
-    """The folder of torch's package (and triton's, when loaded), wherever it was installed from: an editable build
-    of torch lives outside the interpreter's folders, and its Python runs in the window (``torch.cuda.synchronize``)."""
-    folders = []
-    for name in ("torch", "triton"):
-        module = sys.modules.get(name)
-        if getattr(module, "__file__", None):
-            folders.append(os.path.dirname(os.path.realpath(module.__file__)))
-    return folders
-
-
+# Read when the harness starts: the candidate could move sys.prefix, or a module's __file__, once it runs.
+_LIBRARY_ROOTS = _library_roots()
 _HARNESS_FILE = _describe.__code__.co_filename
 # Imported as a package (not inlined into one script), the harness is every module in this folder.
 _HARNESS_FOLDER = os.path.dirname(_HARNESS_FILE) if os.path.basename(os.path.dirname(_HARNESS_FILE)) == "harness" else ""
@@ -87,13 +78,16 @@ _HARNESS_FOLDER = os.path.dirname(_HARNESS_FILE) if os.path.basename(os.path.dir
 class StepWatch:
     """A context manager over one window of the harness's steps; what of the candidate's ran there accumulates.
 
-    ``found`` maps each function (``qualname (file:line)``) to the number of times it started inside a window;
+    ``own`` are the candidate's folders; ``known`` more folders of library code, read before the candidate was
+    imported (torch's package folder: an editable build of torch lives outside the interpreter's folders, and its
+    Python runs in the window, ``torch.cuda.synchronize``). ``found`` maps each function (``qualname (file:line)``)
+    to the number of times it started inside a window;
     ``hooks`` names the candidate's own trace and profile functions that were installed when a window opened.
     """
 
-    def __init__(self, own: list[str]) -> None:
+    def __init__(self, own: list[str], known: tuple[str, ...] = ()) -> None:
         self.own = _folders(own)
-        self.known = _folders([*_library_roots(), _HARNESS_FOLDER, *_package_folders()])
+        self.known = _folders([*_LIBRARY_ROOTS, _HARNESS_FOLDER, *known])
         self.found: dict[str, int] = {}
         self.hooks: list[str] = []
         self._previous: Any = None
