@@ -106,6 +106,21 @@ def test_a_calls_inputs_and_outputs_are_dropped_before_the_next_inputs_are_made(
     assert timed == ["made", "called", "output dropped", "inputs dropped"] * 3 or \
         timed == ["made", "called", "inputs dropped", "output dropped"] * 3, timed
 
+
+def test_no_garbage_collection_runs_from_making_the_inputs_to_stopping_the_timer() -> None:
+    import gc
+
+    seen: list[bool] = []
+
+    def call(inputs: list[torch.Tensor]) -> torch.Tensor:
+        seen.append(gc.isenabled())
+        return inputs[0] * 2
+
+    assert gc.isenabled()
+    time_callable(Clock(torch, "cpu"), call, [torch.ones(4)], 7, min_calls=3, max_calls=3, target_s=0.0, warmup=0,
+                  prepare=lambda inputs: seen.append(gc.isenabled()), reset=lambda: seen.append(gc.isenabled()))
+    assert seen == [False] * 9 and gc.isenabled()
+
 # The timed calls of a task with two outputs (harness 1.15): a kernel right on every trial and probe that cuts
 # corners on its second output from its 13th call on (the nine trials and three warm-up calls come first). Before
 # 1.15 only the first output of a timed call was checked, and both tricks passed.

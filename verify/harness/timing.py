@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import gc
 import math
 import statistics
 import time
@@ -159,6 +160,11 @@ def fresh_inputs(torch: Any, template: list[Any], seed: int, device: str,
     return out
 
 
+# Captured when the harness starts. As in timeit, no garbage collection runs in a timed call: the collector is off
+# from making a call's inputs until its timer stops, in every series alike, so a collection neither lands in one
+# call's time nor runs a candidate's finalizers after its inputs are made.
+_GC_IS_ON, _GC_PAUSE, _GC_RESUME = gc.isenabled, gc.disable, gc.enable
+
 UNTIMED_PARTS: tuple[str, ...] = ("inputs", "reset", "flush", "fingerprint")
 """The harness's own steps around each timed call, timed per call (ms) and summarised under ``untimed``: fresh
 inputs (and ``prepare``), ``reset``, the L2 flush with the synchronize before the start, and after the stop the
@@ -241,27 +247,33 @@ def time_callable(
     loop_start = clock.perf_ns()
     for i in range(n):
         began = clock.perf_ns()
-        with watch if watch is not None else contextlib.nullcontext():
-            inputs = fresh_inputs(torch, template, seed_base + i, clock.device, symmetric)
-            if prepare is not None:
-                prepare(inputs)
-            prepared = clock.perf_ns()
-            if reset is not None:
-                reset()
-            was_reset = clock.perf_ns()
-            if flush is not None:
-                flush.zero_()
+        collecting = _GC_IS_ON()
+        _GC_PAUSE()
+        try:
+            with watch if watch is not None else contextlib.nullcontext():
+                inputs = fresh_inputs(torch, template, seed_base + i, clock.device, symmetric)
+                if prepare is not None:
+                    prepare(inputs)
+                prepared = clock.perf_ns()
+                if reset is not None:
+                    reset()
+                was_reset = clock.perf_ns()
+                if flush is not None:
+                    flush.zero_()
+                clock.full_sync()
+                start, end = clock.new_events()
+            t0 = clock.perf_ns()
+            if start is not None:
+                clock.record(start)
+            out = call(inputs)
+            returned = clock.perf_ns()
+            if end is not None:
+                clock.record(end)
             clock.full_sync()
-            start, end = clock.new_events()
-        t0 = clock.perf_ns()
-        if start is not None:
-            clock.record(start)
-        out = call(inputs)
-        returned = clock.perf_ns()
-        if end is not None:
-            clock.record(end)
-        clock.full_sync()
-        t1 = clock.perf_ns()
+            t1 = clock.perf_ns()
+        finally:
+            if collecting:
+                _GC_RESUME()
         wall_ms.append((t1 - t0) / 1e6)
         host_ms.append((returned - t0) / 1e6)
         events_ms.append(clock.elapsed(start, end) if start is not None else (t1 - t0) / 1e6)

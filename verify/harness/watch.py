@@ -10,9 +10,9 @@ hook or a signal handler. The timed call then only hands back what was computed 
 starts there from a file that is neither the harness's nor the interpreter's, its standard library's or its
 installed packages' (torch's wherever it was installed): the candidate's own files, text it ran with ``exec`` (``<string>``), a
 file it wrote anywhere else. It also records a trace or profile function of the candidate's already installed when a
-window opens: one runs with profiling off, so it would not be seen. The garbage collector is off inside the window, so a
-collection the harness's allocations happen to start does not run the candidate's finalizers there. The functions
-the watch calls are captured when the harness starts, before the candidate is imported.
+window opens: one runs with profiling off, so it would not be seen. The functions the watch calls are captured when
+the harness starts, before the candidate is imported. (``timing.time_callable`` keeps the garbage collector off
+there, so a collection the harness's allocations happen to start does not run the candidate's finalizers.)
 
 Example:
     >>> watch = StepWatch(["/nonexistent"])
@@ -25,7 +25,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 import site
 import sys
@@ -36,9 +35,6 @@ from typing import Any
 _SET_PROFILE = sys.setprofile
 _GET_PROFILE = sys.getprofile
 _GET_TRACE = sys.gettrace
-_GC_ENABLED = gc.isenabled
-_GC_OFF = gc.disable
-_GC_ON = gc.enable
 
 
 def _code_of(function: Any) -> Any:
@@ -91,7 +87,6 @@ class StepWatch:
         self.found: dict[str, int] = {}
         self.hooks: list[str] = []
         self._previous: Any = None
-        self._collecting = False
 
     def is_own(self, filename: str) -> bool:
         """Whether code from ``filename`` is the candidate's: in its folders, or outside the harness's file and the
@@ -111,8 +106,6 @@ class StepWatch:
         return filename != _HARNESS_FILE and not filename.startswith(self.known)
 
     def __enter__(self) -> StepWatch:
-        self._collecting = _GC_ENABLED()
-        _GC_OFF()
         self._previous = _GET_PROFILE()
         for kind, hook in (("profile", self._previous), ("trace", _GET_TRACE())):
             code = _code_of(hook) if hook is not None else None
@@ -123,8 +116,6 @@ class StepWatch:
 
     def __exit__(self, *exc: object) -> None:
         _SET_PROFILE(self._previous)
-        if self._collecting:
-            _GC_ON()
 
     def _event(self, frame: Any, event: str, arg: Any) -> None:
         if event != "call":
