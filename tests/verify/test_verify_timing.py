@@ -181,3 +181,23 @@ def test_an_honest_kernel_with_two_outputs_passes_both_checks_on_its_timed_calls
     for name in ("correctness", "caching", "lower-precision"):
         assert report["checks"][name]["verdict"] == "pass", report["checks"][name]
     assert report["checks"]["lower-precision"]["evidence"][0].startswith("timed calls:")
+
+
+@pytest.mark.slow
+def test_a_tensor_subclass_returned_on_the_timed_calls_fails_caching() -> None:
+    # Exactly torch.Tensor on the trials (fake-tensor checks them), a subclass on the timed calls: a subclass could
+    # answer the fingerprint's own operations, so it is fingerprinted as agreeing with nothing.
+    from verify.runner import VerifyOptions, verify_code
+
+    kernel = TWO_OUTPUTS_HONEST.replace("import torch.nn as nn\n", "import torch.nn as nn\nCORNERS_FROM = 12\n"
+                                        "class Answer(torch.Tensor):\n    pass\n").replace(
+        "        y = self.lin(x)\n        return torch.relu(y), torch.tanh(y).sum(dim=1)\n",
+        "        self.calls = getattr(self, 'calls', 0) + 1\n        y = self.lin(x)\n"
+        "        out = torch.relu(y), torch.tanh(y).sum(dim=1)\n"
+        "        return out if self.calls <= CORNERS_FROM else (out[0].as_subclass(Answer), out[1])\n")
+    report = verify_code(TWO_OUTPUTS_TASK, kernel, "model-new",
+                         VerifyOptions(trials=3, device="cpu", target_seconds=0.05, shape_probe=False))
+    assert report["checks"]["correctness"]["verdict"] == "pass", report["checks"]["correctness"]
+    assert report["checks"]["fake-tensor"]["verdict"] == "pass", report["checks"]["fake-tensor"]
+    check = report["checks"]["caching"]
+    assert check["verdict"] == "fail" and "timed calls returned wrong outputs" in check["evidence"][0], check

@@ -57,6 +57,22 @@ def test_a_profiler_installed_before_a_window_is_named_and_comes_back_after_it(t
     assert watch.hooks == ["profile profiler (kernel_watched.py:2)"]
 
 
+
+def test_the_fingerprints_of_a_timed_calls_outputs_are_watched_too(tmp_path: Path, monkeypatch) -> None:
+    import torch
+
+    from verify.harness import timing
+
+    # Stands for code of the candidate's that answers the fingerprint's operations (a mode it entered on its way out).
+    own = _module(tmp_path, "def forged(out, real=None):\n    return real(out)\n")
+    real = timing.call_fingerprints
+    monkeypatch.setattr(timing, "call_fingerprints", lambda out: own.forged(out, real))
+    watch = StepWatch([str(tmp_path)])
+    timing.time_callable(timing.Clock(torch, "cpu"), lambda inputs: inputs[0] * 2, [torch.ones(4)], 7, min_calls=3,
+                         max_calls=3, target_s=0.0, warmup=0, watch=watch)
+    # (The test's own lambda counts too: this file is outside the interpreter's folders.)
+    assert watch.found["forged (kernel_watched.py:1)"] == 3
+
 # Two ways to work on a timed call's inputs before its timer starts, on the CPU: a torch method the harness calls on
 # each fresh input replaced at import, and a torch function mode entered at import and never left. Each computes the
 # answer for the input it sees and hands it back when the call comes. Without the watch the mode passed every check
@@ -111,7 +127,7 @@ def test_work_on_the_inputs_before_the_timer_starts_fails_timer_patching(kernel:
     assert report["checks"]["caching"]["verdict"] == "pass", report["checks"]["caching"]
     check = report["checks"]["timer-patching"]
     assert check["verdict"] == "fail", check
-    assert check["evidence"][0].startswith("the candidate's own code ran between making a timed call's inputs"), check
+    assert check["evidence"][0].startswith("the candidate's own code ran in the harness's untimed steps"), check
     assert "_answer" in check["evidence"][0] or "__torch_function__" in check["evidence"][0], check
     assert report["status"] == "flagged"
 
@@ -122,7 +138,7 @@ def test_an_honest_kernel_runs_nothing_of_its_own_there(kernel: str) -> None:
     report = _verify(kernel)
     check = report["checks"]["timer-patching"]
     assert check["verdict"] == "pass", check
-    assert any(e.startswith("none of the candidate's code ran between") for e in check["evidence"]), check
+    assert any(e.startswith("none of the candidate's code ran in the harness's untimed steps") for e in check["evidence"]), check
 
 
 @pytest.mark.filterwarnings("ignore:Warning only once for all operators")

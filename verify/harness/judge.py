@@ -1197,13 +1197,13 @@ def check_timer_patching(ev: Evidence) -> dict[str, Any]:
     if watched.get("foreign_code") or watched.get("hooks"):
         verdict = "fail"
         ran = sorted(watched.get("foreign_code", {}).items(), key=lambda item: -item[1])
-        lines.insert(0, "the candidate's own code ran between making a timed call's inputs and starting its timer, "
-                        "where work on those inputs is not timed: "
+        lines.insert(0, "the candidate's own code ran in the harness's untimed steps around a timed call (making its "
+                        "inputs up to starting its timer, or fingerprinting its outputs), where work is not timed: "
                         + "; ".join([f"{name} x{count}" for name, count in ran[:5]]
                                     + [f"{hook} installed" for hook in watched.get("hooks", [])]))
     elif cand and "watch" in cand:
-        lines.append(f"none of the candidate's code ran between making a timed call's inputs and starting its timer "
-                     f"({cand['calls']} calls)")
+        lines.append(f"none of the candidate's code ran in the harness's untimed steps around its {cand['calls']} timed "
+                     "calls")
     return _verdict(verdict, *lines)
 
 

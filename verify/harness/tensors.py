@@ -264,19 +264,20 @@ def fingerprints_agree(a: list[float], b: list[float], rtol: float) -> bool:
 def call_fingerprints(out: Any) -> list[list[float]]:
     """One ``fingerprint`` per output of a call: each item of a returned tuple or list, else the one tensor.
 
-    An output that is not a tensor gets NaNs, which agree with nothing.
+    An output that is not exactly a ``torch.Tensor`` (a subclass could answer the fingerprint's own operations) gets
+    NaNs, which agree with nothing.
 
     Example:
         >>> import torch
         >>> [f[0] for f in call_fingerprints((torch.tensor([3.0, 4.0]), torch.tensor([6.0, 8.0])))]
         [5.0, 10.0]
-        >>> call_fingerprints(None)[0][0]
-        nan
+        >>> call_fingerprints(None)[0][0], call_fingerprints(torch.nn.Parameter(torch.ones(2)))[0][0]
+        (nan, nan)
     """
     import torch
 
     outs = list(out) if isinstance(out, list | tuple) else [out]
-    return [fingerprint(o) if isinstance(o, torch.Tensor) else [math.nan] * 6 for o in outs]
+    return [fingerprint(o) if type(o) is torch.Tensor else [math.nan] * 6 for o in outs]
 
 
 def calls_agree(a: list[list[float]], b: list[list[float]], rtol: float) -> bool:

@@ -161,8 +161,8 @@ def fresh_inputs(torch: Any, template: list[Any], seed: int, device: str,
 
 
 # Captured when the harness starts. As in timeit, no garbage collection runs in a timed call: the collector is off
-# from making a call's inputs until its timer stops, in every series alike, so a collection neither lands in one
-# call's time nor runs a candidate's finalizers after its inputs are made.
+# from making a call's inputs until its outputs are fingerprinted, in every series alike, so a collection neither
+# lands in one call's time nor runs a candidate's finalizers in the steps the watch looks at.
 _GC_IS_ON, _GC_PAUSE, _GC_RESUME = gc.isenabled, gc.disable, gc.enable
 
 UNTIMED_PARTS: tuple[str, ...] = ("inputs", "reset", "flush", "fingerprint")
@@ -221,7 +221,8 @@ def time_callable(
     ``min_calls``, once its median is known to within ``precision`` (``median_is_precise`` on the event times,
     or the wall times without events): a steady kernel needs fewer calls than a noisy one. ``stopped`` says
     which limit ended it. ``watch`` (optional, a ``watch.StepWatch``) is entered around the steps from making each
-    call's inputs to starting its timer, and what it saw is returned under ``watch``.
+    call's inputs to starting its timer, and around the fingerprints of its outputs; what it saw is returned under
+    ``watch``.
     """
     torch = clock.torch
     symmetric = [is_symmetric(x) for x in template]
@@ -271,13 +272,16 @@ def time_callable(
                 clock.record(end)
             clock.full_sync()
             t1 = clock.perf_ns()
+            # The fingerprints are watched too: code of the candidate's that ran there (a mode it entered on its way
+            # out, a tensor subclass's hook) could compute the right answer untimed and hand its fingerprint back.
+            with watch if watch is not None else contextlib.nullcontext():
+                prints.append(call_fingerprints(out))
         finally:
             if collecting:
                 _GC_RESUME()
         wall_ms.append((t1 - t0) / 1e6)
         host_ms.append((returned - t0) / 1e6)
         events_ms.append(clock.elapsed(start, end) if start is not None else (t1 - t0) / 1e6)
-        prints.append(call_fingerprints(out))
         # Before the next inputs exist: whatever the candidate hung on this call's inputs or outputs (a finalizer)
         # runs while it has nothing of the next call to work on.
         del out, inputs
