@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from batch_testing import HONEST, TASK
+from batch_testing import EXTENSION, HONEST, TASK
 
 from verify.harness.watch import StepWatch
 from verify.runner import VerifyOptions, verify_code
@@ -160,31 +160,11 @@ def test_a_kernel_registered_for_an_aten_operator_is_named() -> None:
 
 # A C++ extension that registers its own kernel for an aten operator (a faithful one) when it is loaded, and a
 # Python module that does the same through torch.library: what the harness computes in that process changes too.
-CPP_ATEN_OVERRIDE = '''import torch
-import torch.nn as nn
-from torch.utils.cpp_extension import load_inline
-
-_SOURCE = """
-#include <torch/extension.h>
-at::Tensor early_contiguous(const at::Tensor& self, at::MemoryFormat format) {
-  return self.is_contiguous(format) ? self : self.clone(format);
-}
-TORCH_LIBRARY_IMPL(aten, CPU, m) { m.impl("contiguous", early_contiguous); }
-torch::Tensor relu_linear(torch::Tensor x, torch::Tensor w, torch::Tensor b) {
-  return torch::relu(torch::addmm(b, x, w.t()));
-}
-"""
-_ext = load_inline(name="ka_watch_test_aten_override", cpp_sources=[_SOURCE], functions=["relu_linear"], verbose=False)
-
-
-class ModelNew(nn.Module):
-    def __init__(self, n):
-        super().__init__()
-        self.lin = nn.Linear(n, n)
-
-    def forward(self, x):
-        return _ext.relu_linear(x, self.lin.weight, self.lin.bias)
-'''
+_OVERRIDE = ("at::Tensor early_contiguous(const at::Tensor& self, at::MemoryFormat format) {\n"
+             "  return self.is_contiguous(format) ? self : self.clone(format);\n}\n"
+             'TORCH_LIBRARY_IMPL(aten, CPU, m) { m.impl("contiguous", early_contiguous); }\n')
+CPP_ATEN_OVERRIDE = EXTENSION.replace('_SOURCE = "', f"_SOURCE = {_OVERRIDE!r} + \"").replace(
+    "ka_batch_test_relu_linear", "ka_watch_test_aten_override")
 PY_ATEN_OVERRIDE = HONEST.replace("import torch.nn as nn\n", "import torch.nn as nn\n"
                                   "_library = torch.library.Library('aten', 'IMPL')\n"
                                   "_library.impl('sinc', lambda x: torch.where(x == 0, torch.ones_like(x), "
@@ -205,8 +185,6 @@ def test_a_kernel_that_replaces_an_aten_operators_kernel_fails_timer_patching(ke
 
 @pytest.mark.slow
 def test_an_extension_with_its_own_functions_replaces_no_operator() -> None:
-    from batch_testing import EXTENSION
-
     check = _verify(EXTENSION)["checks"]["timer-patching"]
     assert check["verdict"] == "pass", check
     assert "torch's kernels for aten operators are the ones registered before the candidate was imported" in \
