@@ -1,18 +1,21 @@
-"""The steps between a timed call's inputs and its timer, watched for the candidate's own code.
+"""The harness's untimed steps around a timed call, watched for the candidate's own code.
 
-From the moment a timed call's inputs are made until its timer starts, the harness runs only its own code, the
-standard library's and torch's. Code of the candidate's that runs there can work on those inputs outside the timed
-call: a function it put in place of a torch method the harness calls on the inputs (``Tensor.contiguous``), a
-torch function or dispatch mode it entered at import, a finalizer on an object the harness drops there, an audit
-hook or a signal handler. The timed call then only hands back what was computed before the timer started.
+From the moment a timed call's inputs are made until its timer starts, and while its outputs are fingerprinted
+after the timer stops, the harness runs only its own code, the standard library's and torch's. Code of the
+candidate's that runs there works untimed: on the inputs, through a function it put in place of a torch method the
+harness calls on them (``Tensor.contiguous``), a torch function or dispatch mode it entered, a finalizer on an
+object the harness drops there, an audit hook or a signal handler; or on the fingerprints, answering their
+operations with those of an answer it computes there. The timed call then only hands back what was computed
+outside it.
 
-``StepWatch`` is a profile function (``sys.setprofile``) over those steps that records every Python function that
+``StepWatch`` is a profile function (``sys.setprofile``) over those steps. It records every Python function that
 starts there from a file that is neither the harness's nor the interpreter's, its standard library's or its
-installed packages' (torch's wherever it was installed): the candidate's own files, text it ran with ``exec`` (``<string>``), a
-file it wrote anywhere else. It also records a trace or profile function of the candidate's already installed when a
-window opens: one runs with profiling off, so it would not be seen. The functions the watch calls are captured when
-the harness starts, before the candidate is imported. (``timing.time_callable`` keeps the garbage collector off
-there, so a collection the harness's allocations happen to start does not run the candidate's finalizers.)
+installed packages' (torch's wherever it was installed): the candidate's own files, text it ran with ``exec``
+(``<string>``), a file it wrote anywhere else. It also records a trace or profile function of the candidate's
+already installed when a window opens: one runs with profiling off, so it would not be seen. The functions the watch
+calls are captured when the harness starts, before the candidate is imported. (``timing.time_callable`` keeps the
+garbage collector off in these steps, so a collection the harness's allocations happen to start does not run the
+candidate's finalizers there.)
 
 Example:
     >>> watch = StepWatch(["/nonexistent"])
@@ -77,8 +80,8 @@ class StepWatch:
     ``own`` are the candidate's folders; ``known`` more folders of library code, read before the candidate was
     imported (torch's package folder: an editable build of torch lives outside the interpreter's folders, and its
     Python runs in the window, ``torch.cuda.synchronize``). ``found`` maps each function (``qualname (file:line)``)
-    to the number of times it started inside a window;
-    ``hooks`` names the candidate's own trace and profile functions that were installed when a window opened.
+    to the number of times it started inside a window; ``hooks`` names the candidate's own trace and profile
+    functions that were installed when a window opened.
     """
 
     def __init__(self, own: list[str], known: tuple[str, ...] = ()) -> None:
@@ -171,13 +174,13 @@ def replaced_kernels(before: dict[str, str], after: dict[str, str], torch_folder
     if built and len(Path(root := os.path.commonpath(built)).parts) > 2:
         # Where torch's C++ was built: a library torch loads later (dlopen on first use) registers from there too.
         folders.add(os.path.join(root, ""))
-    folders = tuple(folders)
+    prefixes = tuple(folders)
     found = []
     for name, table in after.items():
         old = set(before.get(name, "").splitlines())
         for line in table.splitlines():
             where = _registered_at(line)
-            if line in old or not where or where in torch_files or where.startswith(folders) or "(inactive)" in line:
+            if line in old or not where or where in torch_files or where.startswith(prefixes) or "(inactive)" in line:
                 continue
             found.append(f"{name}: {line.split(' :: ', 1)[0]}")
     return found
