@@ -69,16 +69,16 @@ def measure(device: str, max_calls: int) -> dict[str, Any]:
     options = {"warmup": 3, "min_calls": 30, "max_calls": max_calls, "target_s": 1.0, "flush": flush}
     result: dict[str, Any] = {"device": device, "calls": {}, "per_call_ms": {}, "without_fingerprint_ms": {},
                               "fingerprint_ms": {}, "parts_us": {}}
-    real = timing.fingerprint
+    real = timing.call_fingerprints
     with torch.no_grad():
         for name, (call, template) in cases(torch, device, 1 if device == "cuda" else 64).items():
             timing.time_callable(clock, call, template, 1, **options)
             series = timing.time_callable(clock, call, template, 1, **options)
-            timing.fingerprint = lambda _: [0.0] * 6  # type: ignore[assignment]
+            timing.call_fingerprints = lambda _: [[0.0] * 6]  # type: ignore[assignment]
             try:
                 bare = timing.time_callable(clock, call, template, 1, **options)
             finally:
-                timing.fingerprint = real  # type: ignore[assignment]
+                timing.call_fingerprints = real  # type: ignore[assignment]
             with_ms = 1e3 * series["loop_s"] / series["calls"]
             bare_ms = 1e3 * bare["loop_s"] / bare["calls"]
             result["calls"][name] = series["calls"]
