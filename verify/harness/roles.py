@@ -758,7 +758,8 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
             with torch.no_grad():
                 channel.send("kernels", which="candidate", kernels=_trace_kernels(torch, call, template, work))
     # After the timed calls, whose inputs, fingerprints and comparisons an operator's replaced kernel would change.
-    channel.send("probe", phase="operators", replaced=replaced_kernels(kernels_before, aten_kernels(torch), torch_folder))
+    channel.send("probe", phase="operators", checked=bool(kernels_before),
+                 replaced=replaced_kernels(kernels_before, aten_kernels(torch), torch_folder))
     if device == "cuda":
         yield_point(job, channel, clock.full_sync)
         try:
