@@ -245,13 +245,14 @@ def time_callable(
     host_ms: list[float] = []
     prints: list[list[list[float]]] = []
     untimed: dict[str, list[float]] = {part: [] for part in UNTIMED_PARTS}
+    window = watch if watch is not None else contextlib.nullcontext()
     loop_start = clock.perf_ns()
     for i in range(n):
         began = clock.perf_ns()
         collecting = _GC_IS_ON()
         _GC_PAUSE()
         try:
-            with watch if watch is not None else contextlib.nullcontext():
+            with window:
                 inputs = fresh_inputs(torch, template, seed_base + i, clock.device, symmetric)
                 if prepare is not None:
                     prepare(inputs)
@@ -274,7 +275,7 @@ def time_callable(
             t1 = clock.perf_ns()
             # The fingerprints are watched too: code of the candidate's that ran there (a mode it entered on its way
             # out, a tensor subclass's hook) could compute the right answer untimed and hand its fingerprint back.
-            with watch if watch is not None else contextlib.nullcontext():
+            with window:
                 prints.append(call_fingerprints(out))
         finally:
             if collecting:

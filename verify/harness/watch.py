@@ -46,10 +46,15 @@ def _code_of(function: Any) -> Any:
     return code if code is not None else getattr(vars(type(function)).get("__call__"), "__code__", None)
 
 
+def _label(name: str, code: Any) -> str:
+    """``name (file:line)``, the way the evidence names a function."""
+    return f"{name} ({os.path.basename(code.co_filename)}:{code.co_firstlineno})"
+
+
 def _describe(function: Any) -> str:
     code = _code_of(function)
     name = getattr(function, "__qualname__", None) or type(function).__qualname__
-    return f"{name} ({os.path.basename(code.co_filename)}:{code.co_firstlineno})" if code else str(name)
+    return _label(name, code) if code else str(name)
 
 
 def _folders(paths: list[str]) -> tuple[str, ...]:
@@ -125,7 +130,7 @@ class StepWatch:
             return
         code = frame.f_code
         if self.is_own(code.co_filename):
-            key = f"{getattr(code, 'co_qualname', code.co_name)} ({os.path.basename(code.co_filename)}:{code.co_firstlineno})"
+            key = _label(getattr(code, "co_qualname", code.co_name), code)
             self.found[key] = self.found.get(key, 0) + 1
 
     def evidence(self) -> dict[str, Any]:
@@ -173,12 +178,12 @@ def replaced_kernels(before: dict[str, str], after: dict[str, str], torch_folder
         ['aten::mul.Tensor: CPU: registered at /tmp/ext/main.cpp:7']
     """
     torch_files = {_registered_at(line) for table in before.values() for line in table.splitlines()}
-    folders = {os.path.join(torch_folder, ""), os.path.join(os.path.realpath(torch_folder), "")}
+    folders = [torch_folder]
     built = [f for f in torch_files if f.startswith(os.sep) and f.endswith((".cpp", ".cu", ".h"))]
     if built and len(Path(root := os.path.commonpath(built)).parts) > 2:
         # Where torch's C++ was built: a library torch loads later (dlopen on first use) registers from there too.
-        folders.add(os.path.join(root, ""))
-    prefixes = tuple(folders)
+        folders.append(root)
+    prefixes = _folders(folders)
     found = []
     for name, table in after.items():
         old = set(before.get(name, "").splitlines())
