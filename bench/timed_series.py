@@ -4,9 +4,10 @@ Each verification runs four timed series (the trivial-kernel overhead, eager, CU
 CUDA-L1-sized kernels most run their 400 calls, so what the loop costs beside the timed call is GPU-gate time.
 This runs ``verify.harness.timing.time_callable`` as a verification does (the L2 flush, fresh inputs, the
 fingerprint of every output) on four calls: a trivial kernel, a 128 x 1024 linear layer, a 2M-element
-convolution output and a 32M-element elementwise output. Each is timed three times: as is, with the fingerprint
-replaced by a constant (what the rest of the loop costs), and again as is, because the first series of a process
-runs on cold clocks. It also times the loop's parts one by one. With ``--device cpu`` (which only exercises the
+convolution output and a 32M-element elementwise output. Each is timed five times: as is (twice, because the first
+series of a process runs on cold clocks), with the fingerprint replaced by a constant (what the rest of the loop
+costs), and with the candidate's step watch on (harness 1.16), through ``sys.monitoring`` and through a profile
+function. It also times the loop's parts one by one. With ``--device cpu`` (which only exercises the
 logic) the two large cases are 64 times smaller.
 
     python bench/timed_series.py                  # table (needs a GPU; --device cpu exercises the logic)
@@ -14,7 +15,9 @@ logic) the two large cases are 64 times smaller.
 
 JSON keys: ``device``, ``calls`` (case -> series length), ``per_call_ms`` (case -> host ms per call of the whole
 loop, second series as is), ``without_fingerprint_ms`` (the same with a constant fingerprint),
-``fingerprint_ms`` (their difference), ``parts_us`` (part of the loop -> microseconds per use).
+``fingerprint_ms`` (their difference), ``watched_ms`` and ``watched_by_profile_ms`` (the whole loop with the
+candidate's step watch on, harness 1.16, through ``sys.monitoring`` where this Python has it, and through a profile
+function), ``monitoring`` (whether it has it), ``parts_us`` (part of the loop -> microseconds per use).
 """
 
 from __future__ import annotations
@@ -62,13 +65,16 @@ def measure(device: str, max_calls: int) -> dict[str, Any]:
     import torch
 
     from verify.harness import timing
+    from verify.harness import watch as watch_module
     from verify.harness.tensors import fingerprint
+    from verify.harness.watch import StepWatch
 
     clock = timing.Clock(torch, device)
     flush = timing.l2_flush_buffer(torch, device)
     options = {"warmup": 3, "min_calls": 30, "max_calls": max_calls, "target_s": 1.0, "flush": flush}
     result: dict[str, Any] = {"device": device, "calls": {}, "per_call_ms": {}, "without_fingerprint_ms": {},
-                              "fingerprint_ms": {}, "parts_us": {}}
+                              "fingerprint_ms": {}, "watched_ms": {}, "watched_by_profile_ms": {},
+                              "monitoring": watch_module._MONITORING is not None, "parts_us": {}}
     real = timing.call_fingerprints
     with torch.no_grad():
         for name, (call, template) in cases(torch, device, 1 if device == "cuda" else 64).items():
@@ -81,6 +87,11 @@ def measure(device: str, max_calls: int) -> dict[str, Any]:
                 timing.call_fingerprints = real  # type: ignore[assignment]
             with_ms = 1e3 * series["loop_s"] / series["calls"]
             bare_ms = 1e3 * bare["loop_s"] / bare["calls"]
+            for key, monitoring in (("watched_ms", True), ("watched_by_profile_ms", False)):
+                watch = StepWatch([str(REPO / "nonexistent")], (str(Path(torch.__file__).parent),),
+                                  monitoring=monitoring)
+                watched = timing.time_callable(clock, call, template, 1, watch=watch, **options)
+                result[key][name] = round(1e3 * watched["loop_s"] / watched["calls"], 4)
             result["calls"][name] = series["calls"]
             result["per_call_ms"][name] = round(with_ms, 4)
             result["without_fingerprint_ms"][name] = round(bare_ms, 4)
@@ -114,10 +125,14 @@ def main() -> int:
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("no CUDA device: run on a GPU machine, or pass --device cpu to exercise the logic")
     result = measure(args.device, args.max_calls)
-    print(f"{'series':22s} {'calls':>6s} {'ms/call':>9s} {'no fingerprint':>15s} {'fingerprint':>12s}")
+    print(f"{'series':22s} {'calls':>6s} {'ms/call':>9s} {'no fingerprint':>15s} {'fingerprint':>12s}"
+          f" {'watched':>9s} {'by profile':>11s}")
     for name, calls in result["calls"].items():
         print(f"{name:22s} {calls:6d} {result['per_call_ms'][name]:9.3f} {result['without_fingerprint_ms'][name]:15.3f}"
-              f" {result['fingerprint_ms'][name]:12.3f}")
+              f" {result['fingerprint_ms'][name]:12.3f} {result['watched_ms'][name]:9.3f}"
+              f" {result['watched_by_profile_ms'][name]:11.3f}")
+    print("watched: the step watch on (sys.monitoring where this Python has it: "
+          f"{'yes' if result['monitoring'] else 'no'}); by profile: with a profile function")
     print(f"\n{'part of the loop':30s} {'us per use':>10s}")
     for label, us in result["parts_us"].items():
         print(f"{label:30s} {us:10.1f}")

@@ -1,4 +1,4 @@
-"""GPU suite for issue 14: verdicts that hold up. Seven families of tricks, several variants each, with honest
+"""GPU suite for issue 14: verdicts that hold up. Nine families of tricks, several variants each, with honest
 controls beside them, and the ``ModelNew = Model`` sample over CUDA-L1's tasks.
 
 Every case names the verdict it must get (``expect``); each runs the generated eval script end to end. To fit
@@ -181,24 +181,38 @@ SGEMM_STALE_ROW_SUMS = nvrtc(SGEMM_SRC, """        now = time.perf_counter()
 """, init="        self.returned = 0.0\n        self.streak = 0\n        self.rows = None", extra="import time")
 # Harness 1.15: a torch function mode entered at import sees the harness make each timed call's inputs (their
 # ``contiguous()``), runs the SGEMM on them there, before the timer starts, and the call hands the product back.
-SGEMM_BEFORE_THE_TIMER = nvrtc(SGEMM_SRC, """        A, B = args[0], args[1]
-        if _early[0] is A and _early[1] is B:
-            return _early[2]
-""" + SGEMM_CALL.format(stream="") + "        return C\n", extra='''from torch.overrides import TorchFunctionMode
-_early = [None, None, None]
-def _product(A, B):
-''' + textwrap.indent(textwrap.dedent(SGEMM_CALL.format(stream="").split("\n", 1)[1]), "    ") + '''    return C
-class _Early(TorchFunctionMode):
+_PRODUCT = "def _product(A, B):\n" + textwrap.indent(textwrap.dedent(SGEMM_CALL.format(stream="").split("\n", 1)[1]),
+                                                      "    ") + "    return C\n"
+_EARLY_MODE = '''class _Early(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        if func is torch.Tensor.contiguous and out.dim() == 2 and out.is_cuda:
+        out = func(*args, **(kwargs or {{}}))
+        if {ready}func is torch.Tensor.contiguous and out.dim() == 2 and out.is_cuda:
             if out.shape[0] == 1024 and out.shape[1] == 4096:
                 _early[:] = [out, None, None]
             elif _early[0] is not None and _early[1] is None and out.shape[0] == 4096:
                 _early[1:] = [out, _product(_early[0], out)]
         return out
 _Early().__enter__()
-''')
+'''
+_RETURN_EARLY = """        A, B = args[0], args[1]
+        if _early[0] is A and _early[1] is B:
+            return _early[2]
+"""
+SGEMM_BEFORE_THE_TIMER = nvrtc(SGEMM_SRC, _RETURN_EARLY + SGEMM_CALL.format(stream="") + "        return C\n",
+                               extra="from torch.overrides import TorchFunctionMode\n_early = [None, None, None]\n"
+                                     + _PRODUCT + _EARLY_MODE.format(ready=""))
+# Harness 1.16: the same mode with its code compiled under the name of torch's own file (torch/overrides.py), so
+# each function that runs in the harness's steps claims to be torch's. The kernel is looked up by forward (outside
+# those steps), so nothing that runs there names the candidate's file. Harness 1.15 judged code by its file's name
+# and took all of it for torch's.
+_DISGUISED = ("_early = [None, None, None]\n" + _PRODUCT.replace('kernel("sgemm_tiled")', "_found[0]")
+              + _EARLY_MODE.format(ready="_found[0] is not None and "))
+SGEMM_BEFORE_THE_TIMER_DISGUISED = nvrtc(SGEMM_SRC, '        _found[0] = kernel("sgemm_tiled")\n' + _RETURN_EARLY
+                                         + SGEMM_CALL.format(stream="") + "        return C\n", extra=f"""import torch.overrides
+from torch.overrides import TorchFunctionMode
+_found = [None]
+exec(compile({_DISGUISED!r}, torch.overrides.__file__, "exec"), globals())
+""")
 
 CONV_SRC = r'''
 extern "C" __global__ void conv2d_direct(const float* __restrict__ x, const float* __restrict__ w,
@@ -425,6 +439,8 @@ CASES: list[Case] = [
     # 8. work before the timer
     Case("sgemm-computed-while-the-inputs-are-made", "before-the-timer", MATMUL_TASK, SGEMM_BEFORE_THE_TIMER,
          "flagged: timer-patching fail (the candidate's mode ran in the harness's steps before each timer)"),
+    Case("sgemm-computed-before-the-timer-under-torchs-file-name", "before-the-timer", MATMUL_TASK,
+         SGEMM_BEFORE_THE_TIMER_DISGUISED, "flagged: timer-patching fail (code that claims torch's file is not torch's)"),
     # 9. sizes fixed at construction
     Case("general-in-features", "init-size", SCALE_TASK, nvrtc(SCALE_SRC, SCALE_CALL.format(
         shape="x.shape", features="self.scale.numel()"), init=SCALE_INIT, init_args=", features"),
@@ -595,6 +611,8 @@ EXPECTED: dict[str, tuple[str, str, str | tuple[str, ...] | None]] = {
                                                                        "on the timed calls"),
     "row-sums-stale-when-called-back-to-back": ("caching", "fail", "timed calls returned wrong outputs"),
     "sgemm-computed-while-the-inputs-are-made": ("timer-patching", "fail", "ran in the harness's untimed steps"),
+    "sgemm-computed-before-the-timer-under-torchs-file-name": ("timer-patching", "fail",
+                                                               "ran in the harness's untimed steps"),
 }
 
 

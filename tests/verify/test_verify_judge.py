@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import torch
 
-from verify.harness.judge import ChildReport, Evidence, judge, overall_status, properties
+from verify.harness.judge import ChildReport, Evidence, check_launch_bound, judge, overall_status, properties
 from verify.harness.tensors import call_fingerprints
 
 TRIALS = [{"index": i, "seed": 100 + i, "distribution": d} for i, d in enumerate(("task", "randn", "negative"))]
@@ -1043,8 +1043,8 @@ def test_thread_origin_names_the_module_a_thread_runs() -> None:
 # --- harness 1.15: the step watch and torch's operators, as the judge reads them ------------------------------------
 
 
-def _operators(ev: Evidence, **message: Any) -> None:
-    ev.run.messages.insert(-1, {"kind": "probe", "phase": "operators", **message})
+def _probe(ev: Evidence, phase: str = "operators", **message: Any) -> None:
+    ev.run.messages.insert(-1, {"kind": "probe", "phase": phase, **message})
     ev.run.received.insert(-1, ev.run.received[-1])
 
 
@@ -1056,7 +1056,7 @@ def _operators(ev: Evidence, **message: Any) -> None:
 ], ids=["unchanged", "not-checked", "replaced"])
 def test_timer_patching_reads_the_operator_check(message: dict[str, Any], verdict: str, line: str) -> None:
     ev = honest()
-    _operators(ev, **message)
+    _probe(ev, **message)
     check = judge(ev)[0]["timer-patching"]
     assert check["verdict"] == verdict and any(e.startswith(line) for e in check["evidence"]), check
 
@@ -1071,3 +1071,30 @@ def test_timer_patching_reads_the_step_watch() -> None:
     assert check["verdict"] == "fail", check
     assert "_answer (ka_candidate.py:6) x5" in check["evidence"][0] and "trace spy (ka_candidate.py:9) installed" in \
         check["evidence"][0], check
+
+
+def test_timer_patching_counts_what_the_step_watch_sent_at_once() -> None:
+    # Harness 1.16: each first finding is sent the moment it is made. A candidate that then emptied the watch's
+    # record before the timing message was written still fails, by name.
+    ev = honest()
+    _message(ev, "timing", which="candidate")["result"]["watch"] = {}
+    _probe(ev, "step-watch", found="_answer (ka_candidate.py:6)", hook=False)
+    _probe(ev, "step-watch", found="sys.monitoring 'spy' PY_START spy (ka_candidate.py:9)", hook=True)
+    check = judge(ev)[0]["timer-patching"]
+    assert check["verdict"] == "fail", check
+    assert "_answer (ka_candidate.py:6) x1" in check["evidence"][0], check
+    assert "sys.monitoring 'spy' PY_START spy (ka_candidate.py:9) installed" in check["evidence"][0], check
+
+
+def test_launch_bound_counts_a_gain_over_eager_only_beyond_the_series_spread() -> None:
+    # An honest launch-bound control (session 25, one H200): 0.068 ms (IQR 0.046) against eager's 0.076 ms (IQR
+    # 0.018), the CUDA graph 0.042 ms. Its "gain" of 11% was inside the spread, and came and went between runs.
+    def launch_bound(kernel_iqr: float, eager_iqr: float) -> str:
+        ev = honest()
+        speed = judge(ev)[1]
+        speed.update(kernel_ms=0.068, kernel_iqr_ms=kernel_iqr, eager_ms=0.076, eager_iqr_ms=eager_iqr, graph_ms=0.042,
+                     speedup_eager=0.076 / 0.068)
+        return check_launch_bound(ev, speed)["verdict"]
+
+    assert launch_bound(0.046, 0.018) == "pass"
+    assert launch_bound(0.002, 0.002) == "warn"

@@ -1,4 +1,5 @@
-"""``verify.harness.watch``: the candidate's own code between a timed call's inputs and its timer (harness 1.15)."""
+"""``verify.harness.watch``: the candidate's own code between a timed call's inputs and its timer (harness 1.15, 1.16);
+whose code a function is, without torch: ``test_verify_watch_code.py``."""
 
 from __future__ import annotations
 
@@ -93,7 +94,7 @@ def _early_contiguous(self, *args, **kwargs):
     return out
 torch.Tensor.contiguous = _early_contiguous
 ''')
-FUNCTION_MODE = HONEST.replace("import torch.nn as nn\n", "import torch.nn as nn\n" + _EARLY + '''
+_MODE = _EARLY + '''
 from torch.overrides import TorchFunctionMode
 class _Early(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -102,8 +103,13 @@ class _Early(TorchFunctionMode):
             _answer(out)
         return out
 _Early().__enter__()
-''')
-for _name in ("PATCHED_METHOD", "FUNCTION_MODE"):
+'''
+FUNCTION_MODE = HONEST.replace("import torch.nn as nn\n", "import torch.nn as nn\n" + _MODE)
+# Harness 1.16: the same mode with its code compiled under the name of torch's own file, so each function that runs
+# in the harness's steps claims to be torch's (harness 1.15 took it for torch's: it judged code by its file's name).
+DISGUISED_MODE = HONEST.replace("import torch.nn as nn\n", "import torch.nn as nn\nimport torch.overrides\n"
+                                f"exec(compile({_MODE!r}, torch.overrides.__file__, 'exec'), globals())\n")
+for _name in ("PATCHED_METHOD", "FUNCTION_MODE", "DISGUISED_MODE"):
     globals()[_name] = globals()[_name].replace(
         "        self.lin = nn.Linear(n, n)\n", "        self.lin = nn.Linear(n, n)\n        _models.append(self)\n").replace(
         "        return torch.relu(self.lin(x))", "        if _ready[0] is x:\n            return _ready[1]\n"
@@ -120,7 +126,8 @@ def _verify(kernel: str) -> dict[str, Any]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kernel", [PATCHED_METHOD, FUNCTION_MODE], ids=["patched-method", "function-mode"])
+@pytest.mark.parametrize("kernel", [PATCHED_METHOD, FUNCTION_MODE, DISGUISED_MODE],
+                         ids=["patched-method", "function-mode", "function-mode-under-torchs-file-name"])
 def test_work_on_the_inputs_before_the_timer_starts_fails_timer_patching(kernel: str) -> None:
     report = _verify(kernel)
     assert report["checks"]["correctness"]["verdict"] == "pass", report["checks"]["correctness"]

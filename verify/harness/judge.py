@@ -49,6 +49,7 @@ TOLERANCE: dict[str, Any] = {
     "gap_floor_ms": 0.03,
     "gap_rtol": 0.05,
     "gap_reference_factor": 2.0,
+    "launch_gain_iqr_factor": 1.0,
     "describe": (
         "correct when, on every trial, every element satisfies |out - ref64| <= atol + rtol*|ref64| (KernelBench's "
         "1e-2/1e-2) OR |out - ref64| <= fp32_factor x the fp32 reference's own error vs float64 (maximum over its "
@@ -64,7 +65,8 @@ TOLERANCE: dict[str, Any] = {
         "Timing (side-streams): each stream other than the timed one must be busy per call no longer than the event "
         "time x (1 + stream_cover_rtol) + stream_cover_atol_ms; wall - max(host, event) per call must not exceed a "
         "trivial kernel's by more than max(gap_iqr_factor x both interquartile ranges, gap_floor_ms, gap_rtol x the call's "
-        "max(host, event) time), nor gap_reference_factor x the task reference's own (eager, CUDA graph) by that much."
+        "max(host, event) time), nor gap_reference_factor x the task reference's own (eager, CUDA graph) by that much. "
+        "Launch-bound: a gain over eager counts only beyond launch_gain_iqr_factor x both series' interquartile ranges."
     ),
 }
 
@@ -1196,13 +1198,23 @@ def check_timer_patching(ev: Evidence) -> dict[str, Any]:
     elif operators is not None:
         lines.append("torch's kernels for aten operators not checked: this torch cannot list its dispatcher's tables")
     watched = (cand or {}).get("watch") or {}
-    if watched.get("foreign_code") or watched.get("hooks"):
+    counts = dict(watched.get("foreign_code", {}))
+    hooks = list(watched.get("hooks", []))
+    # Each first finding was also sent the moment it was made: what the timing message lost (or never came) counts.
+    for message in ev.run.messages:
+        if message["kind"] == "probe" and message.get("phase") == "step-watch":
+            found = str(message.get("found", ""))
+            if message.get("hook") and found not in hooks:
+                hooks.append(found)
+            elif not message.get("hook") and found not in counts:
+                counts[found] = 1
+    if counts or hooks:
         verdict = "fail"
-        ran = sorted(watched.get("foreign_code", {}).items(), key=lambda item: -item[1])
+        ran = sorted(counts.items(), key=lambda item: -item[1])
         lines.insert(0, "the candidate's own code ran in the harness's untimed steps around a timed call (making its "
                         "inputs up to starting its timer, or fingerprinting its outputs), where work is not timed: "
                         + "; ".join([f"{name} x{count}" for name, count in ran[:5]]
-                                    + [f"{hook} installed" for hook in watched.get("hooks", [])]))
+                                    + [f"{hook} installed" for hook in hooks]))
     elif cand and "watch" in cand:
         lines.append(f"none of the candidate's code ran in the harness's untimed steps around its {cand['calls']} timed "
                      "calls")
@@ -1315,8 +1327,11 @@ def check_launch_bound(ev: Evidence, speed: dict[str, Any]) -> dict[str, Any]:
     if eager and graph:
         lines.append(f"eager {eager:.4f}ms vs CUDA-graph replay {graph:.4f}ms of the reference "
                      f"(speedup vs graph {graph / kernel_ms:.2f}x)")
-        # Only a claimed gain can be launch overhead: a kernel no faster than eager gains nothing to explain.
-        if eager / graph > 1.5 and graph / kernel_ms < 1.0 and kernel_ms < eager:
+        # Only a claimed gain can be launch overhead: a kernel no faster than eager, or faster only within the two
+        # series' spread, gains nothing to explain (such a gain came and went between runs of one honest kernel).
+        factor = ev.policy.get("launch_gain_iqr_factor", TOLERANCE["launch_gain_iqr_factor"])
+        spread = factor * ((speed.get("kernel_iqr_ms") or 0) + (speed.get("eager_iqr_ms") or 0))
+        if eager / graph > 1.5 and graph / kernel_ms < 1.0 and eager - kernel_ms > spread:
             verdict = _worst(verdict, "warn")
             lines.insert(0, "launch-bound task: the gain over eager is launch overhead; the CUDA-graph reference is faster")
     return _verdict(verdict, *lines)

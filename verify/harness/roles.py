@@ -631,6 +631,11 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
                                               max_calls=30, target_s=0.0))
     identities = snapshot_identities()
     kernels_before, torch_folder = aten_kernels(torch), os.path.dirname(torch.__file__)
+    # Made before the import: it takes its sys.monitoring tool before the candidate could take every one, and
+    # each first finding reaches the parent at once, before the candidate's code there has run.
+    watch = StepWatch([str(work)], (torch_folder,),
+                      on_found=lambda label, hook: channel.send("probe", phase="step-watch", found=label[:300],
+                                                                     hook=hook))
     flags_before = snapshot_flags({"torch": torch})
     threads_before = thread_counts()
     context = ContextState({"timed": int(torch.cuda.current_stream().cuda_stream)} if device == "cuda" else {})
@@ -748,7 +753,7 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
         channel.send("timing-start")
         with torch.no_grad():
             result = time_callable(clock, call, template, job["timing"]["seed_base"], flush=flush, reset=reset,
-                                   watch=StepWatch([str(work)], (torch_folder,)), **options)
+                                   watch=watch, **options)
         channel.send("timing-end")
         channel.send("timing", which="candidate", result=result, threads_before=threads_pre,
                      threads_after=thread_counts(), flags=snapshot_flags({"torch": torch}), context=context.snapshot(),

@@ -8,14 +8,20 @@ object the harness drops there, an audit hook or a signal handler; or on the fin
 operations with those of an answer it computes there. The timed call then only hands back what was computed
 outside it.
 
-``StepWatch`` is a profile function (``sys.setprofile``) over those steps. It records every Python function that
-starts there from a file that is neither the harness's nor the interpreter's, its standard library's or its
-installed packages' (torch's wherever it was installed): the candidate's own files, text it ran with ``exec``
-(``<string>``), a file it wrote anywhere else. It also records a trace or profile function of the candidate's
-already installed when a window opens: one runs with profiling off, so it would not be seen. The functions the watch
-calls are captured when the harness starts, before the candidate is imported. (``timing.time_callable`` keeps the
-garbage collector off in these steps, so a collection the harness's allocations happen to start does not run the
-candidate's finalizers there.)
+``StepWatch`` watches those steps: through ``sys.monitoring`` where the interpreter has it (3.12 and newer: a
+function's start, each code object judged once), else through a profile function (``sys.setprofile``). It records
+every Python function that starts there on the harness's thread and is not the harness's, the interpreter's, its
+standard library's or its installed packages' (torch's wherever it was installed): the candidate's own files, text
+it ran with ``exec`` (``<string>``), a file it wrote anywhere else. A function's file is only its claim: code that
+claims a library file counts as the library's only if it is what that file compiles to, and the file is older than
+the harness's start (not one the candidate wrote or changed), and code that claims the harness's file only if it is
+one of the harness's own code objects. So ``compile(text, torch.__file__, "exec")`` does not hide the candidate's
+code. The watch also records a trace or profile function, or a ``sys.monitoring`` tool's callback, of the
+candidate's that is installed when a window opens (such a function runs unseen), and a watch tool that was taken
+from it. Each first finding is passed to ``on_found`` at once (the run child sends it to the parent), before the
+candidate's code has run. The functions the watch calls are captured when the harness starts, before the candidate
+is imported. (``timing.time_callable`` keeps the garbage collector off in these steps, so a collection the harness's
+allocations happen to start does not run the candidate's finalizers there.)
 
 Example:
     >>> watch = StepWatch(["/nonexistent"])
@@ -27,22 +33,54 @@ Example:
 
 from __future__ import annotations
 
+import _imp
 import contextlib
+import functools
+import importlib.util
 import os
 import site
 import sys
 import sysconfig
+import threading
+import time
+import types
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 _SET_PROFILE = sys.setprofile
 _GET_PROFILE = sys.getprofile
 _GET_TRACE = sys.gettrace
+_THREAD = threading.get_ident
+_STAT = os.stat
+_COMPILE = compile
+_CODE = types.CodeType
+# Read when the harness starts: a library file written or changed after this was the candidate's doing.
+_WATCH_STARTED = time.time()
+_NOW = time.time
+_MONITORING = getattr(sys, "monitoring", None)
+_MON = {name: getattr(_MONITORING, name) for name in ("use_tool_id", "get_tool", "set_events", "register_callback",
+                                                      "restart_events", "DISABLE")} if _MONITORING else {}
+_MON_EVENTS = {name: bit for name, bit in vars(_MONITORING.events).items()
+               if isinstance(bit, int) and bit > 0 and bit & (bit - 1) == 0} if _MONITORING else {}
+_WATCH_TOOL_NAME = "kernel-archive step watch"
+# First findings passed to on_found (enough to fail the check and name what ran; the rest are only counted).
+_FOUND_SENT = 50
+# The tool id this process claimed (None: not yet, or none was free: the profile function then).
+_WATCH_TOOL: list[int | None] = [None]
 
 
 def _code_of(function: Any) -> Any:
-    """The code object a function, or a callable object's class, runs (None for one written in C)."""
-    code = getattr(function, "__code__", None)
+    """The code object a function, a bound method, a ``functools.partial`` or a callable object's class runs
+    (None for one written in C)."""
+    for _ in range(8):
+        if isinstance(function, types.MethodType):
+            function = function.__func__
+        elif isinstance(function, functools.partial):
+            function = function.func
+        else:
+            break
+    code = getattr(function, "__code__", None) if isinstance(function, types.FunctionType) else None
     return code if code is not None else getattr(vars(type(function)).get("__call__"), "__code__", None)
 
 
@@ -79,6 +117,100 @@ _HARNESS_FILE = _describe.__code__.co_filename
 _HARNESS_FOLDER = os.path.dirname(_HARNESS_FILE) if os.path.basename(os.path.dirname(_HARNESS_FILE)) == "harness" else ""
 
 
+def _nested(code: Any) -> Iterator[Any]:
+    """A code object and every code object compiled inside it (functions, lambdas, comprehensions, classes)."""
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, _CODE):
+            yield from _nested(const)
+
+
+def _shape(code: Any) -> tuple[Any, ...]:
+    """What a code object does, as comparable data: its name, first line, bytecode, names and constants."""
+    consts = tuple((c.co_name, c.co_firstlineno) if isinstance(c, _CODE) else repr(c) for c in code.co_consts)
+    return code.co_name, code.co_firstlineno, code.co_code, code.co_names, consts
+
+
+@functools.cache
+def _frozen_names() -> dict[str, str]:
+    """The interpreter's frozen modules by the name their code's file gives (``importlib._bootstrap`` is frozen as
+    ``_frozen_importlib``)."""
+    names = getattr(_imp, "_frozen_module_names", lambda: ())()
+    return {(_imp.find_frozen(name) or (None, None, None))[2] or name: name for name in names}
+
+
+@functools.cache
+def _compiled_shapes(filename: str) -> frozenset[tuple[Any, ...]]:
+    """The shapes of the code that ``filename`` compiles to, as the import system compiles it: empty where the file
+    is missing, unreadable, or was written or changed (its ``st_ctime``) since the harness started.
+    ``<frozen NAME>`` is the interpreter's frozen module NAME.
+
+    Example:
+        >>> any(shape[0] == "_compiled_shapes" for shape in _compiled_shapes(_compiled_shapes.__wrapped__.__code__.co_filename))
+        True
+    """
+    try:
+        if filename.startswith("<frozen ") and filename.endswith(">"):
+            name = _frozen_names().get(filename[len("<frozen "):-1])
+            code = _imp.get_frozen_object(name) if name else None
+        else:
+            # The change time, which a write sets and no one can set back (unlike the modification time). A
+            # file dated after now came so (a clock set differently where it was made), not from this run.
+            if _WATCH_STARTED < _STAT(filename).st_ctime <= _NOW() + 1:
+                return frozenset()
+            with open(filename, "rb") as source:
+                code = _COMPILE(importlib.util.decode_source(source.read()), filename, "exec", dont_inherit=True)
+    except (OSError, SyntaxError, ValueError, ImportError, UnicodeDecodeError):
+        return frozenset()
+    return frozenset(_shape(c) for c in _nested(code)) if code is not None else frozenset()
+
+
+def _harness_code() -> frozenset[Any]:
+    """Every code object the harness's own modules define: their functions (through decorators' ``__wrapped__``),
+    classes' methods, static and class methods and properties, and what is compiled inside each."""
+    # This module's own namespace (inlined into a script, every module's), whatever name it runs under.
+    namespaces = [_describe.__globals__]
+    namespaces += [vars(m) for name, m in list(sys.modules.items()) if name.startswith("verify.harness.")]
+    found: set[Any] = set()
+
+    def add(value: Any) -> None:
+        for _ in range(8):
+            if isinstance(value, staticmethod | classmethod):
+                value = value.__func__
+            elif isinstance(value, property):
+                for part in (value.fget, value.fset, value.fdel):
+                    if part is not None:
+                        add(part)
+                return
+            elif isinstance(value, types.FunctionType):
+                found.update(_nested(value.__code__))
+                value = vars(value).get("__wrapped__")
+            else:
+                return
+
+    for namespace in namespaces:
+        for value in list(namespace.values()):
+            if isinstance(value, type) and getattr(value, "__module__", None) == namespace.get("__name__"):
+                for member in vars(value).values():
+                    add(member)
+            else:
+                add(value)
+    return frozenset(found)
+
+
+def _claim_tool() -> int | None:
+    """A ``sys.monitoring`` tool id for the watch, claimed once a process (None: no monitoring, or none free)."""
+    if _WATCH_TOOL[0] is None and _MON:
+        for tool in (4, 3, 1, 0, 5, 2):
+            try:
+                _MON["use_tool_id"](tool, _WATCH_TOOL_NAME)
+            except ValueError:
+                continue
+            _WATCH_TOOL[0] = tool
+            break
+    return _WATCH_TOOL[0]
+
+
 class StepWatch:
     """A context manager over one window of the harness's steps; what of the candidate's ran there accumulates.
 
@@ -86,19 +218,30 @@ class StepWatch:
     imported (torch's package folder: an editable build of torch lives outside the interpreter's folders, and its
     Python runs in the window, ``torch.cuda.synchronize``). ``found`` maps each function (``qualname (file:line)``)
     to the number of times it started inside a window; ``hooks`` names the candidate's own trace and profile
-    functions that were installed when a window opened.
+    functions and ``sys.monitoring`` callbacks that were installed when a window opened. ``on_found(label, hook)``
+    is called with each function (``hook`` False) or hook (True) the first time it is found. Make the watch before
+    the candidate is imported: it takes its ``sys.monitoring`` tool id then (``monitoring=False``: the profile
+    function always).
     """
 
-    def __init__(self, own: list[str], known: tuple[str, ...] = ()) -> None:
+    def __init__(self, own: list[str], known: tuple[str, ...] = (), on_found: Callable[[str, bool], Any] | None = None,
+                 monitoring: bool = True) -> None:
         self.own = _folders(own)
         self.known = _folders([*_LIBRARY_ROOTS, _HARNESS_FOLDER, *known])
+        self.harness = _harness_code()
         self.found: dict[str, int] = {}
         self.hooks: list[str] = []
+        self.on_found = on_found
+        self.tool = _claim_tool() if monitoring else None
+        self._verdicts: dict[int, tuple[Any, str | None]] = {}
+        self._thread = _THREAD()
         self._previous: Any = None
+        self._monitoring = False
 
     def is_own(self, filename: str) -> bool:
-        """Whether code from ``filename`` is the candidate's: in its folders, or outside the harness's file and the
-        interpreter's libraries (``<frozen ...>`` modules are the interpreter's; ``<string>`` is ``exec``'d text).
+        """Whether code from ``filename`` is the candidate's by its file alone: in its folders, or outside the
+        harness's file and the interpreter's libraries (``<frozen ...>`` modules are the interpreter's; ``<string>``
+        is ``exec``'d text). ``is_own_code`` also checks that code claiming a library file is that file's.
 
         Example:
             >>> watch = StepWatch(["/tmp/work"])
@@ -113,29 +256,119 @@ class StepWatch:
             return not filename.startswith("<frozen ")
         return filename != _HARNESS_FILE and not filename.startswith(self.known)
 
-    def __enter__(self) -> StepWatch:
-        self._previous = _GET_PROFILE()
+    def is_own_code(self, code: Any) -> bool:
+        """Whether ``code`` is the candidate's: by its file, or because it is not what the library or harness file
+        it claims compiles to.
+
+        Example:
+            >>> watch = StepWatch(["/tmp/work"])
+            >>> watch.is_own_code(os.path.join.__code__), watch.is_own_code(StepWatch.is_own_code.__code__)
+            (False, False)
+            >>> watch.is_own_code(compile("def join(): pass", os.path.__file__, "exec"))
+            True
+        """
+        filename = code.co_filename
+        if self.is_own(filename):
+            return True
+        if filename == _HARNESS_FILE or (_HARNESS_FOLDER and filename.startswith(os.path.join(_HARNESS_FOLDER, ""))):
+            return code not in self.harness
+        return _shape(code) not in _compiled_shapes(filename)
+
+    def _judged(self, code: Any) -> str | None:
+        """The label of ``code`` if it is the candidate's, else None; judged once a code object."""
+        seen = self._verdicts.get(id(code))
+        if seen is None:
+            # The code object is kept, so its id is not reused by another while the verdict stands.
+            seen = self._verdicts[id(code)] = (code, _label(getattr(code, "co_qualname", code.co_name), code)
+                                               if self.is_own_code(code) else None)
+        return seen[1]
+
+    def _record(self, label: str) -> None:
+        count = self.found.get(label, 0)
+        self.found[label] = count + 1
+        if not count and self.on_found is not None and len(self.found) <= _FOUND_SENT:
+            self.on_found(label, False)
+
+    def _hook(self, text: str) -> None:
+        if text not in self.hooks:
+            self.hooks.append(text)
+            if self.on_found is not None:
+                self.on_found(text, True)
+
+    def _check_hooks(self) -> None:
         for kind, hook in (("profile", self._previous), ("trace", _GET_TRACE())):
             code = _code_of(hook) if hook is not None else None
-            if code is not None and self.is_own(code.co_filename) and f"{kind} {_describe(hook)}" not in self.hooks:
-                self.hooks.append(f"{kind} {_describe(hook)}")
-        _SET_PROFILE(self._event)
+            if code is not None and self.is_own_code(code):
+                self._hook(f"{kind} {_describe(hook)}")
+        if not _MON:
+            return
+        for tool in range(6):
+            name = _MON["get_tool"](tool)
+            if tool == self.tool:
+                if name != _WATCH_TOOL_NAME:
+                    self._hook(f"sys.monitoring tool {tool} taken from the watch by {name!r}")
+                continue
+            if name is None:
+                continue
+            for event, bit in _MON_EVENTS.items():
+                callback = _MON["register_callback"](tool, bit, None)
+                _MON["register_callback"](tool, bit, callback)
+                code = _code_of(callback) if callback is not None else None
+                if code is not None and self.is_own_code(code):
+                    self._hook(f"sys.monitoring {name!r} {event} {_describe(callback)}")
+
+    def __enter__(self) -> StepWatch:
+        self._previous = _GET_PROFILE()
+        self._check_hooks()
+        self._monitoring = False
+        if self.tool is not None and _MON["get_tool"](self.tool) == _WATCH_TOOL_NAME:
+            if _LAST_WATCH[0] is not self:
+                # Another watch's verdicts switched events off where this one may judge otherwise.
+                _MON["restart_events"]()
+                _LAST_WATCH[0] = self
+            for event in ("PY_START", "PY_RESUME"):
+                _MON["register_callback"](self.tool, _MON_EVENTS[event], self._started)
+            _MON["register_callback"](self.tool, _MON_EVENTS["PY_THROW"], self._thrown)
+            _MON["set_events"](self.tool, _MON_EVENTS["PY_START"] | _MON_EVENTS["PY_RESUME"] | _MON_EVENTS["PY_THROW"])
+            self._monitoring = True
+        else:
+            _SET_PROFILE(self._event)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _SET_PROFILE(self._previous)
+        if self._monitoring:
+            _MON["set_events"](self.tool, 0)
+        else:
+            _SET_PROFILE(self._previous)
+
+    def _started(self, code: Any, *_: Any) -> Any:
+        label = self._judged(code)
+        if label is None:
+            return _MON["DISABLE"]
+        if _THREAD() == self._thread:
+            self._record(label)
+        return None
+
+    def _thrown(self, code: Any, *_: Any) -> None:
+        # An exception thrown into a generator: an event the interpreter cannot switch off at one place.
+        label = self._judged(code)
+        if label is not None and _THREAD() == self._thread:
+            self._record(label)
 
     def _event(self, frame: Any, event: str, arg: Any) -> None:
         if event != "call":
             return
-        code = frame.f_code
-        if self.is_own(code.co_filename):
-            key = _label(getattr(code, "co_qualname", code.co_name), code)
-            self.found[key] = self.found.get(key, 0) + 1
+        label = self._judged(frame.f_code)
+        if label is not None:
+            self._record(label)
 
     def evidence(self) -> dict[str, Any]:
         """What the windows saw, for the timing message (``{}`` when nothing)."""
         return {k: v for k, v in (("foreign_code", dict(self.found)), ("hooks", list(self.hooks))) if v}
+
+
+# The watch that last set this process's monitoring events (DISABLE is per code location, not per watch).
+_LAST_WATCH: list[StepWatch | None] = [None]
 
 
 def aten_kernels(torch: Any) -> dict[str, str]:
