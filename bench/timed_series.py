@@ -17,13 +17,17 @@ JSON keys: ``device``, ``calls`` (case -> series length), ``per_call_ms`` (case 
 loop, second series as is), ``without_fingerprint_ms`` (the same with a constant fingerprint),
 ``fingerprint_ms`` (their difference), ``watched_ms`` and ``watched_by_profile_ms`` (the whole loop with the
 candidate's step watch on, harness 1.16, through ``sys.monitoring`` where this Python has it, and through a profile
-function), ``monitoring`` (whether it has it), ``parts_us`` (part of the loop -> microseconds per use).
+function), ``monitoring`` (whether it has it), ``parts_us`` (part of the loop -> microseconds per use),
+``after_profiler_ms`` (each case as is again, after one torch.profiler session in the process, as the harness's run
+child has had before its timed series) and ``teardown_cupti`` (the ``TEARDOWN_CUPTI`` variable Kineto read: run
+the bench with it set to 0 and to 1 to see what a profiler session leaves behind).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -74,7 +78,8 @@ def measure(device: str, max_calls: int) -> dict[str, Any]:
     options = {"warmup": 3, "min_calls": 30, "max_calls": max_calls, "target_s": 1.0, "flush": flush}
     result: dict[str, Any] = {"device": device, "calls": {}, "per_call_ms": {}, "without_fingerprint_ms": {},
                               "fingerprint_ms": {}, "watched_ms": {}, "watched_by_profile_ms": {},
-                              "monitoring": watch_module._MONITORING is not None, "parts_us": {}}
+                              "monitoring": watch_module._MONITORING is not None, "parts_us": {},
+                              "after_profiler_ms": {}, "teardown_cupti": os.environ.get("TEARDOWN_CUPTI")}
     real = timing.call_fingerprints
     with torch.no_grad():
         for name, (call, template) in cases(torch, device, 1 if device == "cuda" else 64).items():
@@ -111,6 +116,17 @@ def measure(device: str, max_calls: int) -> dict[str, Any]:
         }
         for label, function in parts.items():
             result["parts_us"][label] = round(per_use_us(torch, function, 30 if "32M" in label else 200), 1)
+        # Last, as the harness's run child does it before its timed series: one profiler session (CUPTI on the
+        # GPU), then each case again as is. Whether CUPTI is torn down after it is Kineto's TEARDOWN_CUPTI.
+        from torch.profiler import ProfilerActivity, profile
+
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+        with profile(activities=activities):
+            small.add_(1)
+            clock.full_sync()
+        for name, (call, template) in cases(torch, device, 1 if device == "cuda" else 64).items():
+            after = timing.time_callable(clock, call, template, 1, **options)
+            result["after_profiler_ms"][name] = round(1e3 * after["loop_s"] / after["calls"], 4)
     return result
 
 
@@ -133,6 +149,9 @@ def main() -> int:
               f" {result['watched_by_profile_ms'][name]:11.3f}")
     print("watched: the step watch on (sys.monitoring where this Python has it: "
           f"{'yes' if result['monitoring'] else 'no'}); by profile: with a profile function")
+    print(f"\n{'after one profiler session':26s} {'ms/call':>9s}   (TEARDOWN_CUPTI={result['teardown_cupti']})")
+    for name, ms in result["after_profiler_ms"].items():
+        print(f"{name:26s} {ms:9.3f}")
     print(f"\n{'part of the loop':30s} {'us per use':>10s}")
     for label, us in result["parts_us"].items():
         print(f"{label:30s} {us:10.1f}")

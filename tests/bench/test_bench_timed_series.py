@@ -16,10 +16,10 @@ def test_the_timed_series_bench_reports_every_case_and_part() -> None:
                           capture_output=True, text=True, timeout=300, check=True)
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert set(result) == {"device", "calls", "per_call_ms", "without_fingerprint_ms", "fingerprint_ms", "watched_ms",
-                           "watched_by_profile_ms", "monitoring", "parts_us"}
+                           "watched_by_profile_ms", "monitoring", "parts_us", "after_profiler_ms", "teardown_cupti"}
     cases = {"trivial kernel", "linear 128x1024", "conv, 2M outputs", "elementwise, 32M"}
     assert set(result["calls"]) == set(result["per_call_ms"]) == set(result["fingerprint_ms"]) == cases
-    assert set(result["watched_ms"]) == set(result["watched_by_profile_ms"]) == cases
+    assert set(result["watched_ms"]) == set(result["watched_by_profile_ms"]) == set(result["after_profiler_ms"]) == cases
     assert result["monitoring"] is hasattr(sys, "monitoring")
     assert all(30 <= n <= 40 for n in result["calls"].values())
     assert all(ms > 0 for ms in result["per_call_ms"].values())
