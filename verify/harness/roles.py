@@ -640,6 +640,12 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
     threads_before = thread_counts()
     context = ContextState({"timed": int(torch.cuda.current_stream().cuda_stream)} if device == "cuda" else {})
     context_before = context.snapshot()
+    if not job.get("light"):
+        # The watched steps once on a small input, before the import and off the GPU-alone time: each library
+        # function they run is judged (compiled from its file) here, not in the candidate's first timed call.
+        with torch.no_grad():
+            time_callable(clock, lambda i: i[0], [torch.zeros(8, 8, device=device)], 1, warmup=0, min_calls=1,
+                          max_calls=1, target_s=0.0, reset=lambda: context.restore(context_before), watch=watch)
     channel.send("hello", pid=os.getpid(), threads=threads_before, flags=flags_before, context=context_before)
     candidate = _load_candidate(torch, embedded, work, job.get("build_dir"))
     channel.send("probe", phase="import", threads=thread_counts(), flags=snapshot_flags({"torch": torch}),
