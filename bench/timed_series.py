@@ -7,7 +7,7 @@ fingerprint of every output) on four calls: a trivial kernel, a 128 x 1024 linea
 convolution output and a 32M-element elementwise output. Each is timed five times: as is (twice, because the first
 series of a process runs on cold clocks), with the fingerprint replaced by a constant (what the rest of the loop
 costs), and with the candidate's step watch on (harness 1.16), through ``sys.monitoring`` and through a profile
-function. It also times the loop's parts one by one. With ``--device cpu`` (which only exercises the
+function; and once more at the end, after one profiler session. It also times the loop's parts one by one. With ``--device cpu`` (which only exercises the
 logic) the two large cases are 64 times smaller.
 
     python bench/timed_series.py                  # table (needs a GPU; --device cpu exercises the logic)
