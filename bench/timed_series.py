@@ -7,8 +7,8 @@ fingerprint of every output) on four calls: a trivial kernel, a 128 x 1024 linea
 convolution output and a 32M-element elementwise output. Each is timed five times: as is (twice, because the first
 series of a process runs on cold clocks), with the fingerprint replaced by a constant (what the rest of the loop
 costs), and with the candidate's step watch on (harness 1.16), through ``sys.monitoring`` and through a profile
-function; and once more at the end, after one profiler session. It also times the loop's parts one by one. With ``--device cpu`` (which only exercises the
-logic) the two large cases are 64 times smaller.
+function; and once more at the end, after one profiler session. It also times the loop's parts one by one. With
+``--device cpu`` (which only exercises the logic) the two large cases are 64 times smaller.
 
     python bench/timed_series.py                  # table (needs a GPU; --device cpu exercises the logic)
     python bench/timed_series.py --json           # last line: JSON
@@ -81,8 +81,9 @@ def measure(device: str, max_calls: int) -> dict[str, Any]:
                               "monitoring": watch_module._MONITORING is not None, "parts_us": {},
                               "after_profiler_ms": {}, "teardown_cupti": os.environ.get("TEARDOWN_CUPTI")}
     real = timing.call_fingerprints
+    chosen = cases(torch, device, 1 if device == "cuda" else 64)
     with torch.no_grad():
-        for name, (call, template) in cases(torch, device, 1 if device == "cuda" else 64).items():
+        for name, (call, template) in chosen.items():
             timing.time_callable(clock, call, template, 1, **options)
             series = timing.time_callable(clock, call, template, 1, **options)
             timing.call_fingerprints = lambda _: [[0.0] * 6]  # type: ignore[assignment]
@@ -124,7 +125,7 @@ def measure(device: str, max_calls: int) -> dict[str, Any]:
         with profile(activities=activities):
             small.add_(1)
             clock.full_sync()
-        for name, (call, template) in cases(torch, device, 1 if device == "cuda" else 64).items():
+        for name, (call, template) in chosen.items():
             after = timing.time_callable(clock, call, template, 1, **options)
             result["after_profiler_ms"][name] = round(1e3 * after["loop_s"] / after["calls"], 4)
     return result

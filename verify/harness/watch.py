@@ -63,6 +63,7 @@ _MON = {name: getattr(_MONITORING, name) for name in ("use_tool_id", "get_tool",
                                                       "restart_events", "DISABLE")} if _MONITORING else {}
 _MON_EVENTS = {name: bit for name, bit in vars(_MONITORING.events).items()
                if isinstance(bit, int) and bit > 0 and bit & (bit - 1) == 0} if _MONITORING else {}
+_WATCHED_EVENTS = sum(_MON_EVENTS[e] for e in ("PY_START", "PY_RESUME", "PY_THROW")) if _MONITORING else 0
 _WATCH_TOOL_NAME = "kernel-archive step watch"
 # First findings passed to on_found (enough to fail the check and name what ran; the rest are only counted).
 _FOUND_SENT = 50
@@ -329,7 +330,7 @@ class StepWatch:
             for event in ("PY_START", "PY_RESUME"):
                 _MON["register_callback"](self.tool, _MON_EVENTS[event], self._started)
             _MON["register_callback"](self.tool, _MON_EVENTS["PY_THROW"], self._thrown)
-            _MON["set_events"](self.tool, _MON_EVENTS["PY_START"] | _MON_EVENTS["PY_RESUME"] | _MON_EVENTS["PY_THROW"])
+            _MON["set_events"](self.tool, _WATCHED_EVENTS)
             self._monitoring = True
         else:
             _SET_PROFILE(self._event)
@@ -341,26 +342,23 @@ class StepWatch:
         else:
             _SET_PROFILE(self._previous)
 
-    def _started(self, code: Any, *_: Any) -> Any:
-        label = self._judged(code)
-        if label is None:
-            return _MON["DISABLE"]
-        if _THREAD() == self._thread:
-            self._record(label)
-        return None
-
-    def _thrown(self, code: Any, *_: Any) -> None:
-        # An exception thrown into a generator: an event the interpreter cannot switch off at one place.
+    def _watched(self, code: Any) -> str | None:
+        """Count ``code`` if it is the candidate's and runs on the harness's thread; its label (None: not its)."""
         label = self._judged(code)
         if label is not None and _THREAD() == self._thread:
             self._record(label)
+        return label
+
+    def _started(self, code: Any, *_: Any) -> Any:
+        return _MON["DISABLE"] if self._watched(code) is None else None
+
+    def _thrown(self, code: Any, *_: Any) -> None:
+        # An exception thrown into a generator: an event the interpreter cannot switch off at one place.
+        self._watched(code)
 
     def _event(self, frame: Any, event: str, arg: Any) -> None:
-        if event != "call":
-            return
-        label = self._judged(frame.f_code)
-        if label is not None:
-            self._record(label)
+        if event == "call":
+            self._watched(frame.f_code)
 
     def evidence(self) -> dict[str, Any]:
         """What the windows saw, for the timing message (``{}`` when nothing)."""
