@@ -23,7 +23,7 @@ def test_a_second_kernel_of_the_same_task_reuses_the_baselines_and_keeps_its_ver
         {n: c["verdict"] for n, c in first["checks"].items()}
     assert honest_again["status"] == first["status"]
     assert first["baselines"]["from"] == "measured" and other["baselines"]["from"] == "measured"
-    assert second["baselines"] == {"from": "cache", "key": first["baselines"]["key"]}
+    assert second["baselines"] == {"from": "cache", "key": first["baselines"]["key"], "overhead": "task"}
     assert other["baselines"]["key"] != first["baselines"]["key"]
     assert second["timings"]["eager"] == first["timings"]["eager"]
     assert second["screen"] == first["screen"]
@@ -38,8 +38,7 @@ def test_a_rewritten_entry_is_not_believed_and_the_baselines_are_measured_again(
 
     env = {"KA_BASELINE_CACHE": str(tmp_path / "baselines"), "KA_BASELINE_KEY": "batch-secret"}
     first = verify_code(TASK, HONEST, "model-new", OPTIONS, env=env)
-    [entry] = (tmp_path / "baselines").glob("*.json")
-    assert entry.name.startswith(first["baselines"]["key"]) and entry.suffix == ".json"
+    [entry] = (tmp_path / "baselines").glob(f"{first['baselines']['key']}*.json")
     signed = json.loads(entry.read_text())
     payload = json.loads(signed["payload"])
     for message in payload["messages"]:
@@ -94,3 +93,30 @@ def test_a_waiting_verification_takes_the_entry_or_measures_when_none_comes(tmp_
     other.release()
     assert behind.load_or_claim() is None, "a measurer that failed lets the next one measure"
     behind.release()
+
+
+def test_the_trivial_kernels_series_is_measured_once_per_gpu_and_reused_by_other_tasks(tmp_path: Path) -> None:
+    """Session 26: the overhead series is the GPU's, not the task's; each task's first kernel timed it alone."""
+    import json
+
+    env = {"KA_BASELINE_CACHE": str(tmp_path / "baselines"), "KA_BASELINE_KEY": "batch-secret"}
+    first = verify_code(TASK, HONEST, "model-new", OPTIONS, env=env)
+    other = verify_code(TASK_TANH, HONEST_TANH, "model-new", OPTIONS, env=env)
+    mutating = verify_code(TASK_TANH, MUTATING.replace("torch.relu", "torch.tanh"), "model-new", OPTIONS, env=env)
+    assert first["baselines"]["overhead"] == "measured"
+    assert other["baselines"]["from"] == "measured" and other["baselines"]["overhead"] == "cache"
+    assert other["timings"]["overhead"] == first["timings"]["overhead"]
+    assert other["timings"]["eager"] != first["timings"]["eager"]
+    assert mutating["baselines"] == {"from": "cache", "key": other["baselines"]["key"], "overhead": "task"}
+    assert mutating["timings"]["overhead"] == first["timings"]["overhead"]
+    assert first["status"] in ("passed", "flagged") and other["status"] in ("passed", "flagged")
+    assert mutating["status"] == "failed" and mutating["checks"]["input-mutation"]["verdict"] == "fail"
+    [entry] = [p for p in (tmp_path / "baselines").glob("*.json")
+               if not p.name.startswith((first["baselines"]["key"], other["baselines"]["key"]))]
+    signed = json.loads(entry.read_text())
+    assert [m["which"] for m in json.loads(signed["payload"])["messages"]] == ["overhead"]
+    # A rewritten entry is not believed: the next task's first kernel measures the series itself.
+    entry.write_text(json.dumps({"payload": signed["payload"].replace('"calls"', '"calls" ', 1), "mac": signed["mac"]}))
+    sigmoid = TASK.replace("torch.relu", "torch.sigmoid")
+    third = verify_code(sigmoid, HONEST.replace("torch.relu", "torch.sigmoid"), "model-new", OPTIONS, env=env)
+    assert third["baselines"]["overhead"] == "measured" and third["status"] in ("passed", "flagged")

@@ -204,6 +204,41 @@ class BaselineCache:
         self.release()
 
 
+class OverheadCache(BaselineCache):
+    """The trivial kernel's timed series, measured once per batch and GPU and reused by every task on that GPU.
+
+    The overhead series times ``torch.zeros(1).add_(1)``: what it measures is the GPU's, the host's and the
+    harness's, not the task's, yet each task's first kernel used to time its 400 calls with the GPU alone, a fifth
+    of a CUDA-L1 kernel's GPU-alone time (session 26). It lives beside the task entries (``KA_BASELINE_CACHE``,
+    the same HMAC under ``KA_BASELINE_KEY``), keyed by the harness version, the device and the timing options. It
+    is never waited for: the first kernels on a GPU each measure it, and the last one's entry stays. The run
+    child's own trivial series before the candidate's import is still timed for every kernel, and the timing check
+    compares the candidate with the larger of the two (``judge.wall_event_gap``).
+
+    Example:
+        >>> import os, tempfile
+        >>> cache = OverheadCache(os.path.join(tempfile.mkdtemp(), "baselines"), ["1.17", "cuda"], secret="k")
+        >>> cache.load() is None
+        True
+        >>> cache.store({}, [{"kind": "timing", "which": "overhead"}, {"kind": "timing", "which": "eager"}])
+        >>> [m["which"] for m in cache.load()["messages"]]
+        ['overhead']
+    """
+
+    def __init__(self, folder: str, key_parts: list[Any], *, secret: str) -> None:
+        super().__init__(folder, ["trivial-kernel overhead", *key_parts], secret=secret)
+
+    @staticmethod
+    def picked(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The trusted child's overhead series, the only message this entry holds."""
+        return [m for m in messages if m.get("kind") == "timing" and m.get("which") == "overhead"][:1]
+
+    def store(self, seeds: dict[str, int], messages: list[dict[str, Any]]) -> None:
+        """Write the overhead series of ``messages`` (nothing when it has none)."""
+        if self.picked(messages):
+            super().store(seeds, self.picked(messages))
+
+
 class ChildProcess:
     """One child started now and collected later: its channel is read by a thread with receive times.
 
@@ -579,13 +614,17 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
                                secret=os.environ.get("KA_BASELINE_KEY", ""))
                  if os.environ.get("KA_BASELINE_CACHE") and os.environ.get("KA_BASELINE_KEY") else None)
     cached = baselines.load_or_claim() if baselines else None
+    overhead = (OverheadCache(os.environ["KA_BASELINE_CACHE"],
+                              [HARNESS_VERSION, args.device, {k: v for k, v in timing.items() if "seed" not in k}],
+                              secret=os.environ.get("KA_BASELINE_KEY", "")) if baselines else None)
+    overhead_cached = overhead.load() if overhead and not cached else None
     if cached:
         timing.update(seed_base=int(cached["seeds"]["seed_base"]), template_seed=int(cached["seeds"]["template_seed"]))
     variant = shape_variant(embedded["task_code"]) if args.shape_probe else None
     sized = init_variant(embedded["task_code"]) if args.shape_probe else None
     job = {"device": args.device, "trials": trials, "weight_seed": rng.randrange(1, 2**31),
            "screen_seed": rng.randrange(1, 2**31), "timing": timing, "shared": str(shared_dir),
-           "baselines_cached": bool(cached),
+           "baselines_cached": bool(cached), "overhead_cached": bool(overhead_cached),
            "shape_variant": variant and {"code": variant.code, "name": variant.name, "old": variant.old,
                                          "new": variant.new},
            "init_variant": sized and {"code": sized.code, "name": sized.name, "old": sized.old, "new": sized.new}}
@@ -686,17 +725,21 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
                               checks={}, static=findings, log="\n".join(log))
                 return report
             ev.refs[trial["index"]] = refs
-        if cached:
-            now = time.monotonic()
-            ev.trusted.messages.extend(cached["messages"])
-            ev.trusted.received.extend([now] * len(cached["messages"]))
-        elif baselines and ev.trusted.first("done"):
+        for entry in (cached, overhead_cached):
+            if entry:
+                now = time.monotonic()
+                ev.trusted.messages.extend(entry["messages"])
+                ev.trusted.received.extend([now] * len(entry["messages"]))
+        if not cached and baselines and ev.trusted.first("done"):
             baselines.store({"seed_base": timing["seed_base"], "template_seed": timing["template_seed"],
                              "weight_seed": job["weight_seed"]},
                             BaselineCache.picked(ev.trusted.messages))
+            if overhead and not overhead_cached:
+                overhead.store({}, ev.trusted.messages)
         if baselines:
             baselines.release()
-            report["baselines"] = {"from": "cache" if cached else "measured", "key": baselines.key[:16]}
+            report["baselines"] = {"from": "cache" if cached else "measured", "key": baselines.key[:16],
+                                   "overhead": "task" if cached else "cache" if overhead_cached else "measured"}
         if "ref-shape" in trusted.blobs:
             ev.shape_ref = _load_references(trusted.blobs["ref-shape"])
         if "ref-init" in trusted.blobs:

@@ -340,7 +340,11 @@ def _compile_failed(channel: Channel, error: Exception) -> None:
 
 def _time_baselines(torch: Any, job: dict[str, Any], channel: Channel, clock: Clock, work: Path, model: Any,
                     template: list[Any], compiled: Any, compile_s: float) -> None:
-    """The reference's kernel list and timed series (trivial kernel, eager, torch.compile, CUDA graph)."""
+    """The reference's kernel list and timed series (trivial kernel, eager, torch.compile, CUDA graph).
+
+    The trivial kernel's series is left out when the job says ``overhead_cached``: in a batch it is the GPU's, not the
+    task's, and the parent holds one measured by an earlier kernel on this GPU (``parent.OverheadCache``).
+    """
     device = job["device"]
     if device == "cuda":
         with torch.no_grad():
@@ -348,9 +352,10 @@ def _time_baselines(torch: Any, job: dict[str, Any], channel: Channel, clock: Cl
     flush = l2_flush_buffer(torch, device)
     options = {k: v for k, v in job["timing"].items() if k in ("warmup", "min_calls", "max_calls", "target_s")}
     seed_base = job["timing"]["seed_base"]
-    tiny = torch.zeros(1, device=device)
-    channel.send("timing", which="overhead",
-                 result=time_callable(clock, lambda i: tiny.add_(1), [], seed_base, flush=flush, **options))
+    if not job.get("overhead_cached"):
+        tiny = torch.zeros(1, device=device)
+        channel.send("timing", which="overhead",
+                     result=time_callable(clock, lambda i: tiny.add_(1), [], seed_base, flush=flush, **options))
     with torch.no_grad():
         channel.send("timing", which="eager",
                      result=time_callable(clock, lambda i: model(*i), template, seed_base, flush=flush, **options))
