@@ -120,3 +120,29 @@ def test_the_trivial_kernels_series_is_measured_once_per_gpu_and_reused_by_other
     sigmoid = TASK.replace("torch.relu", "torch.sigmoid")
     third = verify_code(sigmoid, HONEST.replace("torch.relu", "torch.sigmoid"), "model-new", OPTIONS, env=env)
     assert third["baselines"]["overhead"] == "measured" and third["status"] in ("passed", "flagged")
+
+
+def test_the_gpus_trivial_series_that_allows_the_least_stays(tmp_path: Path) -> None:
+    """An inflated series (a loaded host) would loosen the timing check for every later kernel on the GPU."""
+    from verify.harness.parent import OverheadCache
+
+    def series(gap_ms: float) -> list[dict[str, object]]:
+        result = {"event_ms": [0.004] * 9, "host_ms": [0.003] * 9, "wall_ms": [0.004 + gap_ms] * 9}
+        return [{"kind": "timing", "which": "eager", "result": {}},
+                {"kind": "timing", "which": "overhead", "result": result}]
+
+    def stored_gap() -> float:
+        entry = OverheadCache(str(tmp_path), ["1.17", "cuda"], secret="k").load()
+        assert entry is not None
+        [message] = entry["messages"]
+        return round(message["result"]["wall_ms"][0] - 0.004, 6)
+
+    cache = OverheadCache(str(tmp_path), ["1.17", "cuda"], secret="k")
+    cache.store({}, series(0.05))
+    assert stored_gap() == 0.05
+    cache.store({}, series(0.5))
+    assert stored_gap() == 0.05, "a series that allows more does not replace one that allows less"
+    cache.store({}, series(0.01))
+    assert stored_gap() == 0.01
+    cache.store({}, [{"kind": "timing", "which": "eager", "result": {}}])
+    assert stored_gap() == 0.01, "messages without the series leave the entry alone"

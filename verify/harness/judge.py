@@ -1007,6 +1007,21 @@ def unexplained_ms(result: dict[str, Any] | None) -> list[float] | None:
     return [w - max(h, e) for w, e, h in zip(result["wall_ms"], result["event_ms"], hosts, strict=True)]
 
 
+def trivial_gap_allowance(result: dict[str, Any] | None, policy: dict[str, Any] | None = None) -> float:
+    """How much a trivial kernel's series lets a candidate's unexplained wall time reach in ``wall_event_gap``: its
+    median unexplained time plus ``gap_iqr_factor`` x its interquartile range (infinite without events).
+
+    Example:
+        >>> trivial_gap_allowance({"event_ms": [0.004] * 9, "wall_ms": [0.02] * 9}) < trivial_gap_allowance(None)
+        True
+    """
+    gaps = unexplained_ms(result)
+    if not gaps:
+        return math.inf
+    median, iqr = _quartiles(gaps)
+    return median + (policy or TOLERANCE)["gap_iqr_factor"] * iqr
+
+
 def wall_event_gap(cand: dict[str, Any] | None, references: list[dict[str, Any] | None],
                    policy: dict[str, Any] | None = None,
                    own: Sequence[dict[str, Any] | None] = ()) -> tuple[bool, str, bool] | None:

@@ -44,6 +44,7 @@ from verify.harness.judge import (
     overall_status,
     properties,
     shape_probe,
+    trivial_gap_allowance,
 )
 from verify.harness.report import render_text
 from verify.harness.static import scan_source, static_verdicts
@@ -211,7 +212,9 @@ class OverheadCache(BaselineCache):
     harness's, not the task's, yet each task's first kernel used to time its 400 calls with the GPU alone, a fifth
     of a CUDA-L1 kernel's GPU-alone time (session 26). It lives beside the task entries (``KA_BASELINE_CACHE``,
     the same HMAC under ``KA_BASELINE_KEY``), keyed by the harness version, the device and the timing options. It
-    is never waited for: the first kernels on a GPU each measure it, and the last one's entry stays. The run
+    is never waited for: the first kernels on a GPU each measure it, and the series that allows the least stays
+    (``judge.trivial_gap_allowance``). A larger allowance would loosen the timing check for every later kernel on
+    the GPU, and a candidate's leftover process could load the host while its own trusted child measures. The run
     child's own trivial series before the candidate's import is still timed for every kernel, and the timing check
     compares the candidate with the larger of the two (``judge.wall_event_gap``).
 
@@ -233,10 +236,34 @@ class OverheadCache(BaselineCache):
         """The trusted child's overhead series, the only message this entry holds."""
         return [m for m in messages if m.get("kind") == "timing" and m.get("which") == "overhead"][:1]
 
+    LOCK_WAIT_S = 5.0
+    """The longest a verification waits to compare its series with the entry (a candidate could hold the lock)."""
+
     def store(self, seeds: dict[str, int], messages: list[dict[str, Any]]) -> None:
-        """Write the overhead series of ``messages`` (nothing when it has none)."""
-        if self.picked(messages):
-            super().store(seeds, self.picked(messages))
+        """Write the overhead series of ``messages`` unless the entry's allows less (nothing when it has none)."""
+        import fcntl
+
+        picked = self.picked(messages)
+        if not picked:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            deadline = time.monotonic() + self.LOCK_WAIT_S
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        return
+                    time.sleep(0.05)
+            entry = self.load()
+            allows = trivial_gap_allowance(picked[0].get("result"))
+            if entry is None or allows < trivial_gap_allowance((entry["messages"][:1] or [{}])[0].get("result")):
+                super().store(seeds, picked)
+        finally:
+            os.close(fd)
 
 
 class ChildProcess:
