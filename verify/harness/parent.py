@@ -97,6 +97,28 @@ def candidate_environment(source: dict[str, str], home: str, build_dir: str | No
     return env
 
 
+def _lock_within(fd: int, wait_s: float, poll_s: float) -> bool:
+    """Take an exclusive ``flock`` on ``fd``, trying for at most ``wait_s`` seconds; whether it was taken.
+
+    Example:
+        >>> import os, tempfile
+        >>> fd = os.open(os.path.join(tempfile.mkdtemp(), "x.lock"), os.O_RDWR | os.O_CREAT)
+        >>> _lock_within(fd, 0.0, 0.01)
+        True
+    """
+    import fcntl
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(poll_s)
+
+
 class BaselineCache:
     """A task's baselines measured once per batch and GPU, then reused by every kernel of that task.
 
@@ -140,23 +162,15 @@ class BaselineCache:
         GPU gate in every verification, so no two wait on each other. A lock held past ``wait_s`` (default
         ``WAIT_S``; a candidate could hold the file) only costs the wait: the verification then measures.
         """
-        import fcntl
 
         entry = self.load()
         if entry is not None:
             return entry
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
-        deadline = time.monotonic() + (self.WAIT_S if wait_s is None else wait_s)
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    os.close(fd)
-                    return self.load()
-                time.sleep(0.2)
+        if not _lock_within(fd, self.WAIT_S if wait_s is None else wait_s, 0.2):
+            os.close(fd)
+            return self.load()
         entry = self.load()
         if entry is not None:
             os.close(fd)
@@ -228,6 +242,9 @@ class OverheadCache(BaselineCache):
         ['overhead']
     """
 
+    LOCK_WAIT_S = 5.0
+    """The longest a verification waits to compare its series with the entry (a candidate could hold the lock)."""
+
     def __init__(self, folder: str, key_parts: list[Any], *, secret: str) -> None:
         super().__init__(folder, ["trivial-kernel overhead", *key_parts], secret=secret)
 
@@ -236,28 +253,16 @@ class OverheadCache(BaselineCache):
         """The trusted child's overhead series, the only message this entry holds."""
         return [m for m in messages if m.get("kind") == "timing" and m.get("which") == "overhead"][:1]
 
-    LOCK_WAIT_S = 5.0
-    """The longest a verification waits to compare its series with the entry (a candidate could hold the lock)."""
-
     def store(self, seeds: dict[str, int], messages: list[dict[str, Any]]) -> None:
         """Write the overhead series of ``messages`` unless the entry's allows less (nothing when it has none)."""
-        import fcntl
-
         picked = self.picked(messages)
         if not picked:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            deadline = time.monotonic() + self.LOCK_WAIT_S
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() > deadline:
-                        return
-                    time.sleep(0.05)
+            if not _lock_within(fd, self.LOCK_WAIT_S, 0.05):
+                return
             entry = self.load()
             allows = trivial_gap_allowance(picked[0].get("result"))
             if entry is None or allows < trivial_gap_allowance((entry["messages"][:1] or [{}])[0].get("result")):
