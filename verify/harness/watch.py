@@ -126,10 +126,30 @@ def _nested(code: Any) -> Iterator[Any]:
             yield from _nested(const)
 
 
+def _constant(value: Any) -> Any:
+    """A constant as comparable data: a nested code object by its name and first line, a frozenset by its sorted
+    members (its order, and so its ``repr``, follows the string hashes of the process that built it: a module's
+    ``.pyc``, marshalled by another process, can list ``x in {"a", "b"}`` in another order than a compile here)."""
+    if isinstance(value, _CODE):
+        return value.co_name, value.co_firstlineno
+    if isinstance(value, frozenset):
+        return "frozenset", tuple(sorted((_constant(v) for v in value), key=repr))
+    if isinstance(value, tuple):
+        return "tuple", tuple(_constant(v) for v in value)
+    return repr(value)
+
+
 def _shape(code: Any) -> tuple[Any, ...]:
-    """What a code object does, as comparable data: its name, first line, bytecode, names and constants."""
-    consts = tuple((c.co_name, c.co_firstlineno) if isinstance(c, _CODE) else repr(c) for c in code.co_consts)
-    return code.co_name, code.co_firstlineno, code.co_code, code.co_names, consts
+    r"""What a code object does, as comparable data: its name, first line, bytecode, names and constants.
+
+    Example:
+        >>> one = compile("def f(x):\n    return x in {1, 9}\n", "m.py", "exec").co_consts[0]
+        >>> other = one.replace(co_consts=tuple(frozenset([9, 1]) if isinstance(c, frozenset) else c
+        ...                                     for c in one.co_consts))
+        >>> repr(one.co_consts) == repr(other.co_consts), _shape(one) == _shape(other)
+        (False, True)
+    """
+    return code.co_name, code.co_firstlineno, code.co_code, code.co_names, tuple(_constant(c) for c in code.co_consts)
 
 
 @functools.cache
