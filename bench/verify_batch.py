@@ -10,7 +10,9 @@ alone for a quarter of the budget, then the ones it finished on every GPU: ``sca
 rates over the same kernels (None if the second pass did not finish them all), each from its pass's start;
 ``scaling.span_ratio`` the same from each pass's first kernel start to its last finish (no pool set-up).
 ``--slots-per-gpu`` and ``--gpu-seats`` set how many eval scripts run per GPU and how many of them hold its gate
-at once (``slots_per_gpu``, ``gpu_seats``).
+at once (``slots_per_gpu``, ``gpu_seats``). ``kernels_per_min_cold_steady`` and ``kernels_per_min_warm_steady``
+count from the finish that ends every slot's first kernel (slots x GPUs) to the last finish: the rate between a
+long batch's fill and drain (``steady_rate``).
 ``--gate-mode`` picks how verifications share a GPU (``verify.harness.gate``); ``gate_held_share_cold`` is the
 share of the cold pass a GPU's gate was held at all, ``gpu_alone_share_cold`` held alone (timed work, or the
 whole hold in the exclusive mode), averaged over the GPUs (``verify.batch.stats.gpu_occupancy``).
@@ -228,6 +230,25 @@ def span_rate(reports: list[dict[str, Any]]) -> float | None:
     """
     span = span_s(reports)
     return round(60.0 * len(reports) / span, 3) if span else None
+
+
+def steady_rate(reports: list[dict[str, Any]], slots: int) -> float | None:
+    """Kernels a minute from the ``slots``-th finish to the last one: the pass once every slot has finished its first
+    kernel (whose zygote's start, 11-15 s on the H200, no later kernel of that slot pays), so what a release of
+    thousands of kernels would run at between its fill and its drain. None with fewer than two kernels after it.
+
+    Example:
+        >>> finishes = [f"2026-11-28T04:00:{s:02d}+00:00" for s in (10, 12, 20, 30, 40)]
+        >>> steady_rate([{"finished_at": f} for f in finishes], 2)
+        3.0
+    """
+    import datetime as dt
+
+    ends = sorted(dt.datetime.fromisoformat(r["finished_at"]) for r in reports if r.get("finished_at"))
+    if slots < 1 or len(ends) < slots + 2:
+        return None
+    seconds = (ends[-1] - ends[slots - 1]).total_seconds()
+    return round(60.0 * (len(ends) - slots) / seconds, 3) if seconds > 0 else None
 
 
 def kernel_ms(report: dict[str, Any]) -> float | None:
@@ -494,6 +515,7 @@ def main() -> int:
                     compile_workers=args.compile_workers, cache=cache, budget_s=args.budget_s * 0.25, ray=args.ray,
                     grace_s=args.grace_s, slots_per_gpu=args.slots_per_gpu)
     n_gpus = len(parse_gpus(args.gpus))
+    slots = args.slots_per_gpu or default_slots(n_gpus, ray=bool(args.ray))
     result: dict[str, Any] = {
         "n_kernels": len(jobs), "n_stored_before": len(jobs) - cold.stats.total, "n_cold": cold.stats.done,
         "n_warm": warm.stats.done,
@@ -502,12 +524,14 @@ def main() -> int:
         "kernels_per_min_warm": round(warm.stats.per_minute(warm.stats.finished_at), 3) if args.warm else None,
         "kernels_per_min_cold_span": span_rate(list(cold.reports.values())),
         "kernels_per_min_warm_span": span_rate(list(warm.reports.values())) if args.warm else None,
+        "kernels_per_min_cold_steady": steady_rate(list(cold.reports.values()), slots * n_gpus),
+        "kernels_per_min_warm_steady": steady_rate(list(warm.reports.values()), slots * n_gpus) if args.warm else None,
         **{f"share_{k}": v for k, v in cold.stats.shares().items() if k != "other"},
         "share_other": cold.stats.shares()["other"],
         "warm_shares": warm.stats.shares(),
         "statuses_cold": dict(cold.stats.statuses), "builds_cold": dict(cold.stats.builds),
         "gate_mode": os.environ.get("KA_GPU_GATE_MODE") or BATCH_GATE_MODE,
-        "slots_per_gpu": args.slots_per_gpu or default_slots(n_gpus, ray=bool(args.ray)),
+        "slots_per_gpu": slots,
         "gpu_seats": gpu_seats(n_gpus),
         **{f"{k}_cold": v for k, v in gpu_occupancy(list(cold.reports.values())).items()},
         **{f"{k}_cold": v for k, v in alone_waits(list(cold.reports.values())).items()},

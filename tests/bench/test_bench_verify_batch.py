@@ -50,6 +50,8 @@ def test_the_batch_benchmark_runs_its_passes_and_both_checks_on_cpu(tmp_path: Pa
     assert result["statuses_cold"] == {"flagged": 2, "failed": 1}
     assert result["kernels_per_min_cold"] > 0 and result["kernels_per_min_warm"] > 0
     assert result["kernels_per_min_cold_span"] > 0 and result["kernels_per_min_warm_span"] > 0
+    # Three kernels never outlast the fill of two GPUs' slots.
+    assert result["kernels_per_min_cold_steady"] is None and result["kernels_per_min_warm_steady"] is None
     assert abs(sum(result[f"share_{k}"] for k in ("compile", "references", "trials", "timing", "other")) - 1) < 1e-3
     # The batch's default gate is shared: each kernel's baselines and timed series had the device alone.
     assert result["gate_mode"] == "shared"
@@ -133,6 +135,17 @@ def test_span_runs_from_the_first_start_to_the_last_finish() -> None:
                {"status": "error"}]
     assert bench.span_s(reports) == 19.0
     assert bench.span_s([{"status": "error"}]) is None
+
+
+def test_the_steady_rate_counts_from_every_slots_first_finish_to_the_last() -> None:
+    """Session 26: each slot's first kernel waits 11-15 s for its zygote; a release's rate is what comes after."""
+    bench = load_script("bench/verify_batch.py", "bench_verify_batch")
+    finishes = [f"2026-11-27T10:{m:02d}:{s:02d}+00:00" for m, s in ((0, 20), (0, 18), (0, 30), (1, 0), (0, 45))]
+    reports = [{"finished_at": f} for f in finishes] + [{"status": "error"}]
+    # Two slots: from the second finish (0:20) to the last (1:00), three kernels in 40 s.
+    assert bench.steady_rate(reports, 2) == 4.5
+    assert bench.steady_rate(reports, 4) is None, "one kernel after the fill is no rate"
+    assert bench.steady_rate(reports[:1], 0) is None
 
 
 def test_alone_check_picks_a_device_bound_kernel_passed_first_then_a_passed_one_then_any_correct_one() -> None:
