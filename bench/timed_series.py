@@ -19,8 +19,10 @@ loop, second series as is), ``without_fingerprint_ms`` (the same with a constant
 candidate's step watch on, harness 1.16, through ``sys.monitoring`` where this Python has it, and through a profile
 function), ``monitoring`` (whether it has it), ``parts_us`` (part of the loop -> microseconds per use),
 ``after_profiler_ms`` (each case as is again, after one torch.profiler session in the process, as the harness's run
-child has had before its timed series) and ``teardown_cupti`` (the ``TEARDOWN_CUPTI`` variable Kineto read: run
-the bench with it set to 0 and to 1 to see what a profiler session leaves behind).
+child has had before its timed series), ``teardown_cupti`` (the ``TEARDOWN_CUPTI`` variable Kineto read: run
+the bench with it set to 0 and to 1 to see what a profiler session leaves behind), and ``call_host_us``,
+``watched_call_host_us`` and ``watched_by_profile_call_host_us`` (the median host time of the timed call itself, as
+is and with the watch each way: what the watch adds inside the timing, harness 1.18).
 """
 
 from __future__ import annotations
@@ -79,7 +81,8 @@ def measure(device: str, max_calls: int) -> dict[str, Any]:
     result: dict[str, Any] = {"device": device, "calls": {}, "per_call_ms": {}, "without_fingerprint_ms": {},
                               "fingerprint_ms": {}, "watched_ms": {}, "watched_by_profile_ms": {},
                               "monitoring": watch_module._MONITORING is not None, "parts_us": {},
-                              "after_profiler_ms": {}, "teardown_cupti": os.environ.get("TEARDOWN_CUPTI")}
+                              "after_profiler_ms": {}, "teardown_cupti": os.environ.get("TEARDOWN_CUPTI"),
+                              "call_host_us": {}, "watched_call_host_us": {}, "watched_by_profile_call_host_us": {}}
     real = timing.call_fingerprints
     chosen = cases(torch, device, 1 if device == "cuda" else 64)
     with torch.no_grad():
@@ -98,6 +101,8 @@ def measure(device: str, max_calls: int) -> dict[str, Any]:
                                   monitoring=monitoring)
                 watched = timing.time_callable(clock, call, template, 1, watch=watch, **options)
                 result[key][name] = round(1e3 * watched["loop_s"] / watched["calls"], 4)
+                result[key.replace("_ms", "_call_host_us")][name] = round(1e3 * watched["host"]["median"], 2)
+            result["call_host_us"][name] = round(1e3 * series["host"]["median"], 2)
             result["calls"][name] = series["calls"]
             result["per_call_ms"][name] = round(with_ms, 4)
             result["without_fingerprint_ms"][name] = round(bare_ms, 4)
@@ -150,6 +155,10 @@ def main() -> int:
               f" {result['watched_by_profile_ms'][name]:11.3f}")
     print("watched: the step watch on (sys.monitoring where this Python has it: "
           f"{'yes' if result['monitoring'] else 'no'}); by profile: with a profile function")
+    print(f"\n{'the timed call itself':22s} {'host us, as is':>15s} {'watched':>9s} {'by profile':>11s}")
+    for name in result["calls"]:
+        print(f"{name:22s} {result['call_host_us'][name]:15.2f} {result['watched_call_host_us'][name]:9.2f}"
+              f" {result['watched_by_profile_call_host_us'][name]:11.2f}")
     print(f"\n{'after one profiler session':26s} {'ms/call':>9s}   (TEARDOWN_CUPTI={result['teardown_cupti']})")
     for name, ms in result["after_profiler_ms"].items():
         print(f"{name:26s} {ms:9.3f}")

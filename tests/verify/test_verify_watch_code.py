@@ -56,7 +56,7 @@ def test_the_candidates_functions_are_counted_and_each_is_sent_once(tmp_path: Pa
     resumed = own.steps()
     next(resumed)
     with watch:
-        assert watch._monitoring is monitoring
+        assert watch.through_monitoring is monitoring
         own.early([2, 1])
         own.early([3])
         next(resumed)
@@ -206,7 +206,7 @@ def test_a_watch_whose_tool_was_taken_says_so_and_watches_with_a_profile_functio
     sys.monitoring.free_tool_id(watch.tool)
     try:
         with watch:
-            assert not watch._monitoring
+            assert not watch.through_monitoring
             own.early()
     finally:
         sys.monitoring.use_tool_id(watch.tool, watch_module._WATCH_TOOL_NAME)
@@ -227,3 +227,74 @@ def test_code_on_another_thread_is_not_counted_and_stays_watched(tmp_path: Path)
         own.early()
     assert watch.found == {"early (kernel_thread.py:1)": 1}, watch.found
 
+
+
+@pytest.mark.parametrize("monitoring", WAYS)
+def test_a_held_series_counts_the_candidates_code_only_inside_its_windows(tmp_path: Path, monkeypatch,
+                                                                          monitoring: bool) -> None:
+    """Held (a timed series), the events stay on between windows: the timed calls run without the interpreter
+    instrumenting every function again around them, and still only the windows count."""
+    own = _module(tmp_path, "kernel_held", "def forward(x):\n    return x\ndef early(x):\n    return sorted(x)\n")
+    switched: list[int] = []
+    if watch_module._MON:
+        set_events = watch_module._MON["set_events"]
+        monkeypatch.setitem(watch_module._MON, "set_events", lambda tool, events: (switched.append(events),
+                                                                                   set_events(tool, events))[1])
+    watch = StepWatch([str(tmp_path)], monitoring=monitoring)
+    with watch.holding():
+        for _ in range(5):
+            with watch:
+                own.early([2, 1])
+            own.forward(1)
+            with watch:
+                sorted([3, 1])
+    assert watch.found == {"early (kernel_held.py:3)": 5}, watch.found
+    assert watch.hooks == [], watch.hooks
+    # Through sys.monitoring: on once for the series, off at its end (not twice a window).
+    assert switched == ([watch_module._WATCHED_EVENTS, 0] if monitoring else []), switched
+
+
+@pytest.mark.skipif(not HAS_MONITORING, reason="sys.monitoring needs Python 3.12+")
+def test_a_held_watch_names_and_sets_back_what_the_candidate_changed_between_windows(tmp_path: Path) -> None:
+    own = _module(tmp_path, "kernel_blind", "def quiet(*args):\n    return None\ndef early():\n    return 1\n")
+    watch = StepWatch([str(tmp_path)])
+    monitoring = sys.monitoring
+    with watch.holding():
+        with watch:
+            pass
+        # The candidate's timed call switches the watch's events off and puts its own callback in.
+        monitoring.set_events(watch.tool, 0)
+        monitoring.register_callback(watch.tool, monitoring.events.PY_START, own.quiet)
+        with watch:
+            own.early()
+    assert watch.found == {"early (kernel_blind.py:3)": 1}, watch.found
+    assert watch.hooks == ["sys.monitoring watch PY_START callback replaced by quiet (kernel_blind.py:1)",
+                           "sys.monitoring watch events changed to 0"], watch.hooks
+
+
+@pytest.mark.skipif(not HAS_MONITORING, reason="sys.monitoring needs Python 3.12+")
+def test_nothing_of_the_watch_runs_between_held_windows(tmp_path: Path, monkeypatch) -> None:
+    """Between windows (the timed call) the events stay set but no callback is registered: neither the candidate's
+    functions nor judging a library function (compiling the file it claims, milliseconds) run the watch's code."""
+    library = tmp_path / "site-packages"
+    library.mkdir()
+    monkeypatch.setattr(watch_module, "_WATCH_STARTED", time.time() + 1)
+    lib = _module(library, "lib_first", "def helper():\n    return 1\n")
+    own = _module(tmp_path, "kernel_between", "def forward():\n    return 1\n")
+    watch = StepWatch([str(tmp_path / "kernel_between.py")], (str(library),))
+    judged: list[tuple[str, bool]] = []
+    real = watch.is_own_code
+    monkeypatch.setattr(watch, "is_own_code", lambda code: (judged.append((code.co_name, watch._open)), real(code))[1])
+    with watch.holding():
+        with watch:
+            pass
+        judged.clear()
+        for _ in range(3):
+            lib.helper()
+            own.forward()
+        assert judged == [], judged
+        with watch:
+            lib.helper()
+        assert judged == [("helper", True)], judged
+        own.forward()
+    assert watch.found == {} and watch.hooks == [], (watch.found, watch.hooks)

@@ -221,9 +221,19 @@ def time_callable(
     ``min_calls``, once its median is known to within ``precision`` (``median_is_precise`` on the event times,
     or the wall times without events): a steady kernel needs fewer calls than a noisy one. ``stopped`` says
     which limit ended it. ``watch`` (optional, a ``watch.StepWatch``) is entered around the steps from making each
-    call's inputs to starting its timer, and around the fingerprints of its outputs; what it saw is returned under
-    ``watch``.
+    call's inputs to starting its timer, and around the fingerprints of its outputs, and held for the whole series
+    (``StepWatch.holding``); what it saw is returned under ``watch``.
     """
+    with watch.holding() if watch is not None else contextlib.nullcontext():
+        return _time_series(clock, call, template, seed_base, warmup=warmup, min_calls=min_calls,
+                            max_calls=max_calls, target_s=target_s, flush=flush, prepare=prepare, reset=reset,
+                            precision=precision, watch=watch)
+
+
+def _time_series(clock: Clock, call: Any, template: list[Any], seed_base: int, *, warmup: int, min_calls: int,
+                 max_calls: int, target_s: float, flush: Any, prepare: Any, reset: Any, precision: float | None,
+                 watch: Any) -> dict[str, Any]:
+    """``time_callable``'s series, inside the watch's hold (its ``sys.monitoring`` events on throughout)."""
     torch = clock.torch
     symmetric = [is_symmetric(x) for x in template]
     warm_ns = []

@@ -59,8 +59,8 @@ _CODE = types.CodeType
 _WATCH_STARTED = time.time()
 _NOW = time.time
 _MONITORING = getattr(sys, "monitoring", None)
-_MON = {name: getattr(_MONITORING, name) for name in ("use_tool_id", "get_tool", "set_events", "register_callback",
-                                                      "restart_events", "DISABLE")} if _MONITORING else {}
+_MON = {name: getattr(_MONITORING, name) for name in ("use_tool_id", "get_tool", "set_events", "get_events",
+                                                      "register_callback", "restart_events", "DISABLE")} if _MONITORING else {}
 _MON_EVENTS = {name: bit for name, bit in vars(_MONITORING.events).items()
                if isinstance(bit, int) and bit > 0 and bit & (bit - 1) == 0} if _MONITORING else {}
 _WATCHED_EVENTS = sum(_MON_EVENTS[e] for e in ("PY_START", "PY_RESUME", "PY_THROW")) if _MONITORING else 0
@@ -257,7 +257,9 @@ class StepWatch:
         self._verdicts: dict[int, tuple[Any, str | None]] = {}
         self._thread = _THREAD()
         self._previous: Any = None
-        self._monitoring = False
+        self._mode = ""
+        self._open = False
+        self._held = False
 
     def is_own(self, filename: str) -> bool:
         """Whether code from ``filename`` is the candidate's by its file alone: in its folders, or outside the
@@ -338,34 +340,103 @@ class StepWatch:
                 if code is not None and self.is_own_code(code):
                     self._hook(f"sys.monitoring {name!r} {event} {_describe(callback)}")
 
+    @property
+    def through_monitoring(self) -> bool:
+        """Whether the open (or last) window watched through ``sys.monitoring`` (else through a profile function)."""
+        return self._mode in ("held", "monitoring")
+
+    @contextlib.contextmanager
+    def holding(self) -> Iterator[StepWatch]:
+        """Keep the watch's ``sys.monitoring`` events on for a whole timed series; its windows then only open and close.
+
+        Switching events on and off makes the interpreter instrument again every function that runs next, the timed
+        call's included. Held, the events stay set and only the callbacks come and go: a window registers them, and
+        closing it registers none, so nothing of the watch's runs in the timed call and no function is instrumented
+        again. Each window checks that the watch's callbacks and events are as it left them (a callback or events the
+        candidate put there are a finding, and set back). With the profile function (no ``sys.monitoring``, or its
+        tool taken) this does nothing: windows switch it as before.
+
+        Example:
+            >>> watch = StepWatch(["/nonexistent"])
+            >>> with watch.holding():
+            ...     for _ in range(3):
+            ...         with watch:
+            ...             _ = sorted([2, 1])
+            >>> watch.found, watch.hooks
+            ({}, [])
+        """
+        if self._held or not self._tool_is_ours():
+            yield self
+            return
+        self._arm(callbacks=False)
+        self._held = True
+        try:
+            yield self
+        finally:
+            self._held = self._open = False
+            if self._tool_is_ours():
+                _MON["set_events"](self.tool, 0)
+
+    def _tool_is_ours(self) -> bool:
+        return self.tool is not None and _MON["get_tool"](self.tool) == _WATCH_TOOL_NAME
+
+    def _arm(self, callbacks: bool = True) -> None:
+        if _LAST_WATCH[0] is not self:
+            # Another watch's verdicts switched events off where this one may judge otherwise.
+            _MON["restart_events"]()
+            _LAST_WATCH[0] = self
+        for event, callback in self._callbacks():
+            _MON["register_callback"](self.tool, _MON_EVENTS[event], callback if callbacks else None)
+        _MON["set_events"](self.tool, _WATCHED_EVENTS)
+
+    def _callbacks(self) -> tuple[tuple[str, Any], ...]:
+        return (("PY_START", self._started), ("PY_RESUME", self._started), ("PY_THROW", self._thrown))
+
+    def _rearm(self) -> None:
+        """Inside a held series: the watch's callbacks back in (none between windows) and its events as it set them;
+        what the candidate put there is named and set back."""
+        for event, callback in self._callbacks():
+            previous = _MON["register_callback"](self.tool, _MON_EVENTS[event], callback)
+            if previous is not None and previous != callback:
+                self._hook(f"sys.monitoring watch {event} callback replaced by {_describe(previous)}")
+        events = _MON["get_events"](self.tool)
+        if events != _WATCHED_EVENTS:
+            self._hook(f"sys.monitoring watch events changed to {events}")
+            _MON["set_events"](self.tool, _WATCHED_EVENTS)
+
     def __enter__(self) -> StepWatch:
         self._previous = _GET_PROFILE()
         self._check_hooks()
-        self._monitoring = False
-        if self.tool is not None and _MON["get_tool"](self.tool) == _WATCH_TOOL_NAME:
-            if _LAST_WATCH[0] is not self:
-                # Another watch's verdicts switched events off where this one may judge otherwise.
-                _MON["restart_events"]()
-                _LAST_WATCH[0] = self
-            for event in ("PY_START", "PY_RESUME"):
-                _MON["register_callback"](self.tool, _MON_EVENTS[event], self._started)
-            _MON["register_callback"](self.tool, _MON_EVENTS["PY_THROW"], self._thrown)
-            _MON["set_events"](self.tool, _WATCHED_EVENTS)
-            self._monitoring = True
+        if self._held and self._tool_is_ours():
+            self._rearm()
+            self._mode = "held"
+        elif self._tool_is_ours():
+            self._arm()
+            self._mode = "monitoring"
         else:
             _SET_PROFILE(self._event)
+            self._mode = "profile"
+        self._open = True
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._monitoring:
-            _MON["set_events"](self.tool, 0)
-        else:
+        self._open = False
+        if self._mode == "profile":
             _SET_PROFILE(self._previous)
+        elif not self._tool_is_ours():
+            return
+        elif self._mode == "held":
+            # The events stay on; with no callback the interpreter calls nothing for them in the timed call.
+            for event, _ in self._callbacks():
+                _MON["register_callback"](self.tool, _MON_EVENTS[event], None)
+        else:
+            _MON["set_events"](self.tool, 0)
 
     def _watched(self, code: Any) -> str | None:
-        """Count ``code`` if it is the candidate's and runs on the harness's thread; its label (None: not its)."""
+        """Count ``code`` if it is the candidate's and runs on the harness's thread inside a window; its label (None:
+        not its)."""
         label = self._judged(code)
-        if label is not None and _THREAD() == self._thread:
+        if label is not None and self._open and _THREAD() == self._thread:
             self._record(label)
         return label
 
