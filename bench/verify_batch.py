@@ -238,9 +238,9 @@ def steady_rate(reports: list[dict[str, Any]], slots: int) -> float | None:
     thousands of kernels would run at between its fill and its drain. None with fewer than two kernels after it.
 
     Example:
-        >>> finishes = [f"2026-11-28T04:00:{s:02d}+00:00" for s in (10, 12, 20, 30, 40)]
-        >>> steady_rate([{"finished_at": f} for f in finishes], 2)
-        3.0
+        >>> finishes = [f"2026-11-28T04:00:{s:02d}+00:00" for s in (10, 20, 30, 40, 50)]
+        >>> steady_rate([{"finished_at": f} for f in finishes], 2)  # three kernels from 0:20 to 0:50
+        6.0
     """
     import datetime as dt
 

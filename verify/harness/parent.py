@@ -162,7 +162,6 @@ class BaselineCache:
         GPU gate in every verification, so no two wait on each other. A lock held past ``wait_s`` (default
         ``WAIT_S``; a candidate could hold the file) only costs the wait: the verification then measures.
         """
-
         entry = self.load()
         if entry is not None:
             return entry
