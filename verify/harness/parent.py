@@ -165,8 +165,7 @@ class BaselineCache:
         entry = self.load()
         if entry is not None:
             return entry
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        fd = self._lock_file()
         if not _lock_within(fd, self.WAIT_S if wait_s is None else wait_s, 0.2):
             os.close(fd)
             return self.load()
@@ -176,6 +175,11 @@ class BaselineCache:
             return entry
         self._claim = fd
         return None
+
+    def _lock_file(self) -> int:
+        """The key's lock file (beside its entry), opened; its folder made first."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(self.path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
 
     def release(self) -> None:
         """Let verifications waiting for this key go on (they measure if no entry was stored); idempotent."""
@@ -257,8 +261,7 @@ class OverheadCache(BaselineCache):
         picked = self.picked(messages)
         if not picked:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        fd = self._lock_file()
         try:
             if not _lock_within(fd, self.LOCK_WAIT_S, 0.05):
                 return
