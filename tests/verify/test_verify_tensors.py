@@ -7,7 +7,24 @@ import math
 import pytest
 import torch
 
-from verify.harness.tensors import fingerprint, fingerprints_agree
+from verify.harness.tensors import fingerprint, fingerprint_distance, fingerprints_agree
+
+
+def _seeded_signs(n: int, seed: int) -> torch.Tensor:
+    generator = torch.Generator()
+    generator.manual_seed(seed)
+    return torch.randint(0, 2, (n,), generator=generator, dtype=torch.int8).to(torch.float64) * 2 - 1
+
+
+def _signs_by_definition(n: int, k: int) -> torch.Tensor:
+    """Projection k's signs: drawn per element up to 2**22 elements; above, row sign times column sign for rows of
+    4096 elements, and drawn per element for the shorter tail, each factor from its own seed."""
+    seed = 7919 * (k + 1)
+    if n <= 2**22:
+        return _seeded_signs(n, seed)
+    rows = n // 4096
+    body = _seeded_signs(rows, seed + 1)[:, None] * _seeded_signs(4096, seed + 2)[None, :]
+    return torch.cat([body.reshape(-1), _seeded_signs(n - rows * 4096, seed + 3)])
 
 
 def _fingerprint_in_float64(t: torch.Tensor, projections: int = 4) -> list[float]:
@@ -16,11 +33,8 @@ def _fingerprint_in_float64(t: torch.Tensor, projections: int = 4) -> list[float
     finite = torch.isfinite(x)
     x = torch.where(finite, x, torch.zeros((), dtype=x.dtype))
     values = [float(torch.linalg.vector_norm(x))]
-    generator = torch.Generator()
     for k in range(projections):
-        generator.manual_seed(7919 * (k + 1))
-        signs = torch.randint(0, 2, (x.numel(),), generator=generator, dtype=torch.int8)
-        values.append(float((x * (signs.to(torch.float64) * 2 - 1)).sum()))
+        values.append(float((x * _signs_by_definition(x.numel(), k)).sum()))
     return [*values, float(int((~finite).sum()))]
 
 
@@ -58,15 +72,59 @@ def test_the_fingerprint_tells_a_wrong_answer_from_a_right_one_in_a_low_precisio
     assert not fingerprints_agree(fingerprint(right), fingerprint(wrong), 1e-4)
 
 
+def _with_nan(t: torch.Tensor) -> torch.Tensor:
+    t[-3] = float("nan")
+    return t
+
+
 @pytest.mark.parametrize("t", [
     torch.tensor([1e200, 1.0], dtype=torch.float64), torch.tensor([float("inf"), -float("inf")]),
-    torch.full((7,), float("nan")), torch.randn(2**22 + 1).half(),
-], ids=["squares-overflow", "infinities-cancel", "all-nan", "above-the-cache"])
+    torch.full((7,), float("nan")), torch.randn(2**22 + 1).half(), _with_nan(torch.randn(2**22 + 4099)),
+], ids=["squares-overflow", "infinities-cancel", "all-nan", "above-the-cache", "non-finite-above-the-cache"])
 def test_outputs_the_fast_product_cannot_take_get_the_definition(t: torch.Tensor) -> None:
     got, want = fingerprint(t), _fingerprint_in_float64(t)
     assert got[-1] == want[-1]
     for a, b in zip(got, want, strict=True):
         assert (math.isinf(a) and a == b) or abs(a - b) <= 1e-9 * max(1.0, abs(b))
+
+
+@pytest.mark.parametrize("n", [2**22 + 1, 2**22 + 4096 * 3, 2**22 + 4096 * 7 + 11])
+def test_a_large_output_is_projected_a_chunk_of_rows_at_a_time_as_defined(n: int,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from verify.harness import tensors
+
+    monkeypatch.setattr(tensors, "FINGERPRINT_CHUNK_ELEMENTS", 4096 * 300)
+    t = torch.randn(n) + 0.5
+    got, want = fingerprint(t), _fingerprint_in_float64(t)
+    assert got[-1] == want[-1] == 0.0
+    assert all(abs(a - b) <= 1e-9 * want[0] for a, b in zip(got, want, strict=True))
+
+
+@pytest.mark.parametrize("error", ["random", "one-element", "one-row", "one-column", "every-element", "last-rows"])
+def test_the_factored_signs_see_an_error_of_any_shape_at_its_size(error: str) -> None:
+    n = 2**22 + 4096 * 5 + 100
+    right = torch.randn(n, generator=torch.Generator().manual_seed(5))
+    grid = torch.zeros(n)
+    body = grid[: (n // 4096) * 4096].view(-1, 4096)
+    if error == "random":
+        grid.normal_(generator=torch.Generator().manual_seed(6))
+    elif error == "one-element":
+        grid[123_457] = 1.0
+    elif error == "one-row":
+        body[77] = 1.0
+    elif error == "one-column":
+        body[:, 3001] = 1.0
+    elif error == "every-element":
+        grid.fill_(1.0)
+    else:
+        grid[-5000:] = 1.0
+    scale = 1e-3 * float(right.norm()) / float(grid.norm())
+    wrong = right + scale * grid
+    estimate = fingerprint_distance(fingerprint(right), fingerprint(wrong))
+    # Four projections estimate the relative L2 difference (1e-3 here) up to a chi-square spread: a structured
+    # error must not vanish in the product of row and column signs.
+    assert estimate is not None and 2e-4 < estimate < 3e-3
+    assert not fingerprints_agree(fingerprint(right), fingerprint(wrong), 1e-4)
 
 
 def test_the_cached_weights_are_the_seeded_ones_for_every_size() -> None:
