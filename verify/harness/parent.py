@@ -642,15 +642,14 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
     timing = {"enabled": args.device == "cuda", "compile": not args.no_compile_baseline,
               "seed_base": rng.randrange(1, 2**30), "template_seed": rng.randrange(1, 2**30),
               "target_s": args.target_seconds, "warmup": 3, "min_calls": 30, "max_calls": 400}
-    baselines = (BaselineCache(os.environ["KA_BASELINE_CACHE"],
-                               [embedded["task_code"], embedded.get("functional_code"), embedded["form"],
-                                HARNESS_VERSION, args.device, {k: v for k, v in timing.items() if "seed" not in k}],
-                               secret=os.environ.get("KA_BASELINE_KEY", ""))
-                 if os.environ.get("KA_BASELINE_CACHE") and os.environ.get("KA_BASELINE_KEY") else None)
+    cache_folder, cache_key = os.environ.get("KA_BASELINE_CACHE"), os.environ.get("KA_BASELINE_KEY")
+    settings = {k: v for k, v in timing.items() if "seed" not in k}
+    baselines = (BaselineCache(cache_folder, [embedded["task_code"], embedded.get("functional_code"), embedded["form"],
+                                              HARNESS_VERSION, args.device, settings], secret=cache_key)
+                 if cache_folder and cache_key else None)
     cached = baselines.load_or_claim() if baselines else None
-    overhead = (OverheadCache(os.environ["KA_BASELINE_CACHE"],
-                              [HARNESS_VERSION, args.device, {k: v for k, v in timing.items() if "seed" not in k}],
-                              secret=os.environ.get("KA_BASELINE_KEY", "")) if baselines else None)
+    overhead = (OverheadCache(cache_folder, [HARNESS_VERSION, args.device, settings], secret=cache_key)
+                if baselines else None)
     overhead_cached = overhead.load() if overhead and not cached else None
     if cached:
         timing.update(seed_base=int(cached["seeds"]["seed_base"]), template_seed=int(cached["seeds"]["template_seed"]))
