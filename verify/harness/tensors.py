@@ -176,7 +176,18 @@ FINGERPRINT_CHUNK_ELEMENTS = 2**24
 """Rows of a large output are projected this many elements at a time: its float64 copy stays within 128 MiB."""
 
 _PROJECTIONS: dict[tuple[int, int, str], Any] = {}
-_FACTORS: dict[tuple[int, int, str], tuple[Any, Any, Any]] = {}
+_FACTORS: dict[tuple[int, int, str], Any] = {}
+
+
+def _kept(store: dict[tuple[int, int, str], Any], key: tuple[int, int, str], make: Callable[[], Any]) -> Any:
+    """``store[key]``, made by ``make()`` on first use; a store keeps two sizes at most (each can be large)."""
+    value = store.get(key)
+    if value is None:
+        value = make()
+        if len(store) >= 2:
+            store.clear()
+        store[key] = value
+    return value
 
 
 def fingerprint(t: Any, projections: int = 4) -> list[float]:
@@ -236,24 +247,17 @@ def _factored_signs(torch: Any, n: int, projections: int, device: Any) -> tuple[
         >>> [tuple(f.shape) for f in _factored_signs(torch, 2**22 + 5, 4, "cpu")]
         [(1024, 5), (4096, 5), (5, 5)]
     """
-    key = (n, projections, str(device))
-    factors = _FACTORS.get(key)
-    if factors is None:
-        rows = n // FINGERPRINT_COLUMNS
-        factors = (_signs(torch, rows, projections, device, 1),
-                   _signs(torch, FINGERPRINT_COLUMNS, projections, device, 2),
-                   _signs(torch, n - rows * FINGERPRINT_COLUMNS, projections, device, 3))
-        if len(_FACTORS) >= 2:
-            _FACTORS.clear()
-        _FACTORS[key] = factors
-    return factors
+    rows = n // FINGERPRINT_COLUMNS
+    return _kept(_FACTORS, (n, projections, str(device)), lambda: (
+        _signs(torch, rows, projections, device, 1), _signs(torch, FINGERPRINT_COLUMNS, projections, device, 2),
+        _signs(torch, n - rows * FINGERPRINT_COLUMNS, projections, device, 3)))
 
 
 def _sign_vectors(torch: Any, n: int, projections: int, device: Any) -> Iterator[Any]:
     """Each projection's ``n`` signs as a float64 vector of +-1: the one definition every fingerprint path follows."""
     if n <= FINGERPRINT_CACHED_ELEMENTS:
-        for bits in _sign_bits(torch, n, projections, device):
-            yield bits.to(torch.float64) * 2 - 1
+        signs = _signs(torch, n, projections, device, 0)
+        yield from (signs[:, k] for k in range(projections))
         return
     rows, columns, tail = _factored_signs(torch, n, projections, device)
     for k in range(projections):
@@ -275,15 +279,8 @@ def _factored_products(torch: Any, x: Any, projections: int) -> Any:
 
 def _projection_weights(torch: Any, n: int, projections: int, device: Any) -> Any:
     """The ``projections`` rows of +-1 weights for ``n`` elements, then a row of ones (the plain sum), float32."""
-    key = (n, projections, str(device))
-    weights = _PROJECTIONS.get(key)
-    if weights is None:
-        weights = torch.cat([torch.stack(list(_sign_bits(torch, n, projections, device))).to(torch.float32) * 2 - 1,
-                             torch.ones(1, n, dtype=torch.float32, device=device)])
-        if len(_PROJECTIONS) >= 2:
-            _PROJECTIONS.clear()
-        _PROJECTIONS[key] = weights
-    return weights
+    return _kept(_PROJECTIONS, (n, projections, str(device)),
+                 lambda: _signs(torch, n, projections, device, 0).T.to(torch.float32).contiguous())
 
 
 def _quick_fingerprint(torch: Any, x: Any, projections: int) -> list[float] | None:
