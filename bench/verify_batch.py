@@ -6,9 +6,14 @@ kernel time within 3% (``alone_candidate`` picks it: a device-bound kernel, ``pa
 one; it is verified alone ``--alone-repeats`` times, and the GPU's own time per call is compared too); a batch
 killed at a random point and restarted verifies every kernel exactly once.
 With ``--scaling`` (a machine with several GPUs) the kernels of the cold pass are verified again on the first GPU
-alone for a quarter of the budget, then the ones it finished on every GPU: ``scaling.ratio`` compares the two
-rates over the same kernels (None if the second pass did not finish them all), each from its pass's start;
-``scaling.span_ratio`` the same from each pass's first kernel start to its last finish (no pool set-up).
+alone for a quarter of the budget (``--scaling-budget-s``), then the ones it finished on every GPU: ``scaling.ratio``
+compares the two rates over the same kernels (None if the second pass did not finish them all), each from its pass's
+start; ``scaling.span_ratio`` the same from each pass's first kernel start to its last finish (no pool set-up), and
+``scaling.steady_ratio`` between each pass's fill and drain (``steady_rate`` with that pass's slots): with a few waves
+of kernels a pass, the fill and the drain weigh as much as the GPUs, so only the steady rates compare the GPUs.
+``--scaling-repeat N`` puts each kernel N times into both scaling passes (keys ``KEY#2`` .. ``KEY#N`` beside ``KEY``;
+their builds and task baselines are the cold pass's, as the scaling passes' kernels always were), so a short cold
+pass still gives the scaling passes several waves.
 ``--slots-per-gpu`` and ``--gpu-seats`` set how many eval scripts run per GPU and how many of them hold its gate
 at once (``slots_per_gpu``, ``gpu_seats``). ``kernels_per_min_cold_steady`` and ``kernels_per_min_warm_steady``
 count from the finish that ends every slot's first kernel (slots x GPUs) to the last finish: the rate between a
@@ -41,7 +46,7 @@ The kernels are a seeded random sample of the file's kernels with code (``--all`
 ``--budget-s`` bounds the whole run: the cold pass gets half of it, the warm pass a quarter (no kernel
 starts after its pass's share; those finished count), the checks the rest (the alone check verifies its kernel
 once, and again only while that rest allows); with ``--no-warm`` the cold
-pass gets 85%; ``--scaling`` adds two passes of a quarter each. A kernel started before its pass's share ran out finishes, however long it takes, unless
+pass gets 85%; ``--scaling`` adds two passes of a quarter each (``--scaling-budget-s`` each, when given). A kernel started before its pass's share ran out finishes, however long it takes, unless
 ``--grace-s`` is given: the kernels still running that long after the share are stopped, unreported.
 
 A whole release does not fit one device call, so a run can go on in the next one: ``--resume`` keeps
@@ -59,6 +64,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -189,22 +195,38 @@ def scaling(args: argparse.Namespace, finished: list[VerifyJob], options: Verify
     """GPU-bound throughput on the first GPU alone, then on every GPU over exactly the kernels the first
     finished (builds cached by the earlier passes), so both rates are of the same kernels."""
     gpus = parse_gpus(args.gpus)
-    one = run_pass("scaling-1gpu", finished, options, args.out, gpus=gpus[0], compile_workers=1, cache=cache,
-                   budget_s=args.budget_s * 0.25, grace_s=args.grace_s, slots_per_gpu=args.slots_per_gpu)
-    same = [j for j in finished if j.key in one.reports]
+    budget_s = args.scaling_budget_s if args.scaling_budget_s is not None else args.budget_s * 0.25
+    jobs = repeated(finished, args.scaling_repeat)
+    one = run_pass("scaling-1gpu", jobs, options, args.out, gpus=gpus[0], compile_workers=1, cache=cache,
+                   budget_s=budget_s, grace_s=args.grace_s, slots_per_gpu=args.slots_per_gpu)
+    same = [j for j in jobs if j.key in one.reports]
     every = run_pass("scaling-all", same, options, args.out, gpus=",".join(gpus), compile_workers=args.compile_workers,
-                     cache=cache, budget_s=args.budget_s * 0.25, grace_s=args.grace_s,
-                     slots_per_gpu=args.slots_per_gpu)
+                     cache=cache, budget_s=budget_s, grace_s=args.grace_s, slots_per_gpu=args.slots_per_gpu)
     per_min_1 = one.stats.per_minute(one.stats.finished_at)
     per_min_all = every.stats.per_minute(every.stats.finished_at)
     complete = every.stats.done == len(same)
     span_1 = span_s([one.reports[j.key] for j in same])
     span_all = span_s(list(every.reports.values()))
+    steady_1 = steady_rate([one.reports[j.key] for j in same], args.slots_per_gpu or default_slots(1))
+    steady_all = steady_rate(list(every.reports.values()), len(gpus) * (args.slots_per_gpu or default_slots(len(gpus))))
     return {"gpus": len(gpus), "kernels": len(same), "kernels_all": every.stats.done,
             "per_min_1": round(per_min_1, 3), "per_min_all": round(per_min_all, 3),
             "ratio": round(per_min_all / per_min_1, 3) if per_min_1 and complete else None,
             "span_s_1": span_1, "span_s_all": span_all,
-            "span_ratio": round(span_1 / span_all, 3) if span_1 and span_all and complete else None}
+            "span_ratio": round(span_1 / span_all, 3) if span_1 and span_all and complete else None,
+            "steady_1": steady_1, "steady_all": steady_all,
+            "steady_ratio": round(steady_all / steady_1, 3) if steady_1 and steady_all and complete else None}
+
+
+def repeated(jobs: list[VerifyJob], times: int) -> list[VerifyJob]:
+    """Each job ``times`` times, the copies keyed ``KEY#2`` .. ``KEY#times``, round by round (all of round one first).
+
+    Example:
+        >>> [j.key for j in repeated([VerifyJob("A", "t", "k", "model-new"), VerifyJob("B", "t", "k", "model-new")], 2)]
+        ['A', 'B', 'A#2', 'B#2']
+    """
+    return [job if i == 1 else dataclasses.replace(job, key=f"{job.key}#{i}")
+            for i in range(1, max(1, times) + 1) for job in jobs]
 
 
 def span_s(reports: list[dict[str, Any]]) -> float | None:
@@ -482,6 +504,12 @@ def main() -> int:
                              "left of --budget-s would not hold another, at least once); its time alone is their median")
     parser.add_argument("--scaling", action="store_true",
                         help="verify the cold pass's kernels again on the first GPU alone, then those on every GPU")
+    parser.add_argument("--scaling-budget-s", type=float, metavar="S",
+                        help="each --scaling pass's budget (default a quarter of --budget-s); the one-GPU pass needs "
+                             "several waves of slots for scaling.steady_ratio")
+    parser.add_argument("--scaling-repeat", type=int, default=1, metavar="N",
+                        help="put each kernel N times into both scaling passes (default 1), for more waves of slots "
+                             "than the cold pass's kernels give")
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT") or REPO / "bench" / "out" / "verify_batch"))
     parser.add_argument("--json", action="store_true", help="end with one JSON line of the figures")
     parser.add_argument("--child", help=argparse.SUPPRESS)

@@ -113,19 +113,23 @@ def test_scaling_compares_one_gpu_and_every_gpu_on_the_same_kernels(tmp_path: Pa
     done = subprocess.run(
         [sys.executable, "-c", WITHOUT, "--jsonl", str(data), "--all", "--no-warm", "--scaling", "--device", "cpu",
          "--gpus", "2", "--trials", "1", "--target-seconds", "0.05", "--budget-s", "600", "--kill-kernels", "0",
-         "--no-alone", "--out", str(out), "--json"], capture_output=True, text=True, cwd=REPO, timeout=900, check=False)
+         "--no-alone", "--scaling-repeat", "2", "--out", str(out), "--json"],
+        capture_output=True, text=True, cwd=REPO, timeout=900, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     scaling = json.loads(done.stdout.strip().splitlines()[-1])["scaling"]
-    assert scaling["gpus"] == 2 and scaling["kernels"] == scaling["kernels_all"] == 2
+    assert scaling["gpus"] == 2 and scaling["kernels"] == scaling["kernels_all"] == 4
     assert scaling["per_min_1"] > 0 and scaling["per_min_all"] > 0
     assert scaling["ratio"] == pytest.approx(scaling["per_min_all"] / scaling["per_min_1"], rel=0.01)
     one = [json.loads(line) for line in (out / "reports-scaling-1gpu.jsonl").read_text().splitlines()]
     every = [json.loads(line) for line in (out / "reports-scaling-all.jsonl").read_text().splitlines()]
     assert {r["report"]["batch"]["gpu"] for r in one} == {"0"}
-    assert sorted(r["key"] for r in every) == sorted(r["key"] for r in one) == ["L1-T1", "L1-T2"]
+    assert sorted(r["key"] for r in every) == sorted(r["key"] for r in one) == ["L1-T1", "L1-T1#2", "L1-T2", "L1-T2#2"]
+    assert {r["report"]["status"] for r in one if r["key"].endswith("#2")} == {r["report"]["status"] for r in one}
     assert scaling["span_s_1"] is not None and scaling["span_s_all"] is not None and scaling["span_s_all"] >= 0
     if scaling["span_s_all"] > 0:
         assert scaling["span_ratio"] == pytest.approx(scaling["span_s_1"] / scaling["span_s_all"], rel=0.01)
+    # Four verifications are fewer than a wave of slots and two: no steady rate to compare.
+    assert scaling["steady_1"] is scaling["steady_all"] is scaling["steady_ratio"] is None
 
 
 def test_span_runs_from_the_first_start_to_the_last_finish() -> None:
