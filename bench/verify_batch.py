@@ -12,8 +12,9 @@ start; ``scaling.span_ratio`` the same from each pass's first kernel start to it
 ``scaling.steady_ratio`` between each pass's fill and drain (``steady_rate`` with that pass's slots): with a few waves
 of kernels a pass, the fill and the drain weigh as much as the GPUs, so only the steady rates compare the GPUs.
 ``--scaling-repeat N`` puts each kernel N times into both scaling passes (keys ``KEY#2`` .. ``KEY#N`` beside ``KEY``;
-their builds and task baselines are the cold pass's, as the scaling passes' kernels always were), so a short cold
-pass still gives the scaling passes several waves.
+their builds are the cold pass's), so a short cold pass still gives the scaling passes several waves. A batch keeps
+its task baselines per GPU, so each pass times a task's once on every GPU it runs on: the two-GPU pass does up to
+twice the one-GPU pass's baseline timing, a share that shrinks as N grows.
 ``--slots-per-gpu`` and ``--gpu-seats`` set how many eval scripts run per GPU and how many of them hold its gate
 at once (``slots_per_gpu``, ``gpu_seats``). ``kernels_per_min_cold_steady`` and ``kernels_per_min_warm_steady``
 count from the finish that ends every slot's first kernel (slots x GPUs) to the last finish: the rate between a
