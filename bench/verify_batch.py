@@ -23,7 +23,8 @@ long batch's fill and drain (``steady_rate``).
 share of the cold pass a GPU's gate was held at all, ``gpu_alone_share_cold`` held alone (timed work, or the
 whole hold in the exclusive mode), averaged over the GPUs (``verify.batch.stats.gpu_occupancy``).
 ``alone_wait_mean_s_cold`` and ``alone_wait_median_s_cold``: how long a kernel waited in all for the GPU alone
-(``verify.batch.stats.alone_waits``). ``ready_median_s_cold``, ``seat_wait_median_s_cold`` and
+(``verify.batch.stats.alone_waits``), and ``give_way_wait_mean_s_cold`` and ``give_way_wait_median_s_cold``: how long its
+children stood back, in all, for other kernels' timed work (``verify.batch.stats.give_way_waits``). ``ready_median_s_cold``, ``seat_wait_median_s_cold`` and
 ``seat_hold_median_s_cold``: when a kernel was ready for the GPU, how long it then waited for a seat and how long it
 held one (``verify.batch.stats.seat_times``). ``host_cpu_s_per_kernel_cold``: the host CPU seconds (user and system, every
 process of the pass: builds, scripts, children) per kernel finished, and ``cpu_s_by_process_cold`` the mean of each
@@ -85,6 +86,7 @@ from verify.batch.stats import (  # noqa: E402
     BatchStats,
     alone_waits,
     cpu_by_process,
+    give_way_waits,
     gpu_occupancy,
     seat_times,
     timing_moves,
@@ -564,6 +566,7 @@ def main() -> int:
         "gpu_seats": gpu_seats(n_gpus),
         **{f"{k}_cold": v for k, v in gpu_occupancy(list(cold.reports.values())).items()},
         **{f"{k}_cold": v for k, v in alone_waits(list(cold.reports.values())).items()},
+        **{f"{k}_cold": v for k, v in give_way_waits(list(cold.reports.values())).items()},
         **{f"{k}_cold": v for k, v in seat_times(list(cold.reports.values())).items()},
         "host_cpu_s_per_kernel_cold": round(cold.cpu_s / cold.stats.done, 2) if cold.stats.done else None,
         "cpu_s_by_process_cold": cpu_by_process(list(cold.reports.values())),

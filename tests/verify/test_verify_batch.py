@@ -16,7 +16,7 @@ from verify.batch import build_cache, workers
 from verify.batch.build_cache import BuildCache, BuildResult, Toolchain
 from verify.batch.plan import make_plan, task_of
 from verify.batch.progress import summary_table
-from verify.batch.stats import BatchStats, seat_times, time_shares, timing_moves
+from verify.batch.stats import BatchStats, give_way_waits, seat_times, time_shares, timing_moves
 from verify.batch.workers import LocalBatch, parse_gpus
 from verify.pipeline import VerifyJob, verify_jobs
 from verify.runner import BatchStopped, VerifyError, VerifyOptions, run_script
@@ -240,6 +240,21 @@ def test_seat_times_take_the_later_of_the_compile_and_the_trusted_child_and_skip
     assert seat_times([late_trusted, crashed, no_gate]) == {
         "ready_median_s": 1.5, "seat_wait_median_s": 2.25, "seat_hold_median_s": 7.0}
     assert seat_times([no_gate]) == {"ready_median_s": None, "seat_wait_median_s": None, "seat_hold_median_s": None}
+
+
+def test_give_way_waits_add_each_childs_stand_backs_until_its_next_grant() -> None:
+    shared = {"gate": {"mode": "shared"}}
+    both = shared | {"timeline": [[1.0, "parent", "gate:trusted:yield"], [1.2, "run", "gate:alone"],
+                                  [2.0, "parent", "gate:run:yield"], [2.5, "parent", "gate:trusted:shared"],
+                                  [3.0, "parent", "gate:run:away"], [6.0, "parent", "gate:run:yield"]]}
+    # A yield the script ended in (no grant after it) is not a wait it paid; a child's own messages are not marks.
+    assert give_way_waits([both]) == {"give_way_wait_mean_s": 2.5, "give_way_wait_median_s": 2.5}
+    never = shared | {"timeline": [[1.0, "parent", "gpu-gate"], [2.0, "parent", "gate:run:alone"]]}
+    exclusive = {"gate": {"mode": "exclusive"}, "timeline": [[1.0, "parent", "gate:run:yield"],
+                                                            [9.0, "parent", "gate:run:shared"]]}
+    assert give_way_waits([both, never, exclusive]) == {"give_way_wait_mean_s": 1.25, "give_way_wait_median_s": 1.25}
+    assert give_way_waits([exclusive, {"timeline": []}]) == {"give_way_wait_mean_s": None,
+                                                             "give_way_wait_median_s": None}
 
 
 def _speed(speedup: float, kernel_ms: float, busy: float | None) -> dict[str, Any]:

@@ -221,6 +221,41 @@ def alone_waits(reports: list[dict[str, Any]]) -> dict[str, float | None]:
             "alone_wait_median_s": round(statistics.median(totals), 3)}
 
 
+def give_way_waits(reports: list[dict[str, Any]]) -> dict[str, float | None]:
+    """How long a kernel's children stood back for other verifications' timed work, in all: mean and median seconds.
+
+    Each wait runs from a parent's ``gate:<role>:yield`` mark (the child let go of its shared hold at a yield point
+    while a timed series waited) to that role's next gate mark (the GPU shared again). It is what the other
+    kernels' timed work cost this one's untimed work, the other side of ``alone_waits``.
+
+    Example:
+        >>> shared = {"gate": {"mode": "shared"}, "timeline": [[1, "parent", "gate:trusted:yield"],
+        ...           [1.5, "parent", "gate:run:yield"], [2, "parent", "gate:trusted:shared"],
+        ...           [4, "parent", "gate:run:shared"]]}
+        >>> give_way_waits([shared, {"gate": {"mode": "exclusive"}, "timeline": []}])
+        {'give_way_wait_mean_s': 3.5, 'give_way_wait_median_s': 3.5}
+    """
+    totals = []
+    for report in reports:
+        if (report.get("gate") or {}).get("mode") != "shared" or not report.get("timeline"):
+            continue
+        let_go: dict[str, float] = {}
+        total = 0.0
+        for t, role, event in report["timeline"]:
+            if role != "parent" or not event.startswith("gate:") or event.count(":") != 2:
+                continue
+            _, child, what = event.split(":")
+            if what == "yield":
+                let_go[child] = float(t)
+            elif child in let_go:
+                total += float(t) - let_go.pop(child)
+        totals.append(total)
+    if not totals:
+        return {"give_way_wait_mean_s": None, "give_way_wait_median_s": None}
+    return {"give_way_wait_mean_s": round(statistics.fmean(totals), 3),
+            "give_way_wait_median_s": round(statistics.median(totals), 3)}
+
+
 def seat_times(reports: list[dict[str, Any]]) -> dict[str, float | None]:
     """Medians, in seconds, of when a kernel was ready for the GPU, how long it then waited for its seat, and how
     long it held the seat, over the reports of scripts behind a batch's gate.
