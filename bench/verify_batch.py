@@ -229,7 +229,7 @@ def repeated(jobs: list[VerifyJob], times: int) -> list[VerifyJob]:
         ['A', 'B', 'A#2', 'B#2']
     """
     return [job if i == 1 else dataclasses.replace(job, key=f"{job.key}#{i}")
-            for i in range(1, max(1, times) + 1) for job in jobs]
+            for i in range(1, times + 1) for job in jobs]
 
 
 def span_s(reports: list[dict[str, Any]]) -> float | None:
@@ -527,6 +527,10 @@ def main() -> int:
         os.environ[ZYGOTE_ENV] = "0"
     if not args.slot_zygote:
         os.environ[SLOT_ZYGOTE_ENV] = "0"
+    if args.scaling_repeat < 1:
+        parser.error(f"--scaling-repeat must be at least 1, not {args.scaling_repeat}")
+    if args.scaling_budget_s is not None and args.scaling_budget_s <= 0:
+        parser.error(f"--scaling-budget-s must be more than 0, not {args.scaling_budget_s:g}")
     if args.against is not None and not args.against.is_file():
         parser.error(f"--against: no reports file at {args.against}")
     if args.child:

@@ -133,6 +133,14 @@ def test_scaling_compares_one_gpu_and_every_gpu_on_the_same_kernels(tmp_path: Pa
     assert scaling["steady_1"] is scaling["steady_all"] is scaling["steady_ratio"] is None
 
 
+@pytest.mark.parametrize(("option", "value", "said"), [("--scaling-repeat", "0", "at least 1, not 0"),
+                                                       ("--scaling-budget-s", "0", "more than 0, not 0")])
+def test_the_scaling_options_refuse_what_would_verify_nothing(option: str, value: str, said: str) -> None:
+    done = subprocess.run([sys.executable, "-c", WITHOUT, "--scaling", option, value], capture_output=True, text=True,
+                          cwd=REPO, timeout=120, check=False)
+    assert done.returncode == 2 and f"{option} must be {said}" in done.stderr
+
+
 def test_span_runs_from_the_first_start_to_the_last_finish() -> None:
     bench = load_script("bench/verify_batch.py", "bench_verify_batch")
     reports = [{"started_at": "2026-11-27T10:00:05+00:00", "finished_at": "2026-11-27T10:00:20+00:00"},
