@@ -19,7 +19,9 @@ from __future__ import annotations
 import statistics
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from verify.harness.timing import HOST_BOUND_BUSY, gpu_busy
@@ -201,24 +203,14 @@ def alone_waits(reports: list[dict[str, Any]]) -> dict[str, float | None]:
         >>> alone_waits([shared, {"gate": {"mode": "exclusive"}, "timeline": []}])
         {'alone_wait_mean_s': 2.5, 'alone_wait_median_s': 2.5}
     """
-    totals = []
-    for report in reports:
-        if (report.get("gate") or {}).get("mode") != "shared" or not report.get("timeline"):
-            continue
-        asked: dict[str, float] = {}
-        total = 0.0
-        for t, role, event in report["timeline"]:
-            if role in ("trusted", "run") and event == "gate:alone":
-                asked[role] = float(t)
-            elif role == "parent" and event.startswith("gate:") and event.endswith(":alone"):
-                start = asked.pop(event.split(":")[1], None)
-                if start is not None:
-                    total += float(t) - start
-        totals.append(total)
-    if not totals:
-        return {"alone_wait_mean_s": None, "alone_wait_median_s": None}
-    return {"alone_wait_mean_s": round(statistics.fmean(totals), 3),
-            "alone_wait_median_s": round(statistics.median(totals), 3)}
+    def asked(role: str, event: str) -> str | None:
+        return role if role in ("trusted", "run") and event == "gate:alone" else None
+
+    def granted(role: str, event: str) -> str | None:
+        return event.split(":")[1] if role == "parent" and event.startswith("gate:") and event.endswith(":alone") else None
+
+    waited = partial(_paired_s, opens=asked, closes=granted)
+    return _mean_and_median("alone_wait", _shared_totals(reports, waited))
 
 
 def give_way_waits(reports: list[dict[str, Any]]) -> dict[str, float | None]:
@@ -235,25 +227,46 @@ def give_way_waits(reports: list[dict[str, Any]]) -> dict[str, float | None]:
         >>> give_way_waits([shared, {"gate": {"mode": "exclusive"}, "timeline": []}])
         {'give_way_wait_mean_s': 3.5, 'give_way_wait_median_s': 3.5}
     """
-    totals = []
-    for report in reports:
-        if (report.get("gate") or {}).get("mode") != "shared" or not report.get("timeline"):
+    def let_go(role: str, event: str) -> str | None:
+        parts = event.split(":")
+        return parts[1] if role == "parent" and len(parts) == 3 and parts[0] == "gate" and parts[2] == "yield" else None
+
+    def back(role: str, event: str) -> str | None:
+        parts = event.split(":")
+        return parts[1] if role == "parent" and len(parts) == 3 and parts[0] == "gate" else None
+
+    stood_back = partial(_paired_s, opens=let_go, closes=back)
+    return _mean_and_median("give_way_wait", _shared_totals(reports, stood_back))
+
+
+def _paired_s(timeline: list[list[Any]], opens: Callable[[str, str], str | None],
+              closes: Callable[[str, str], str | None]) -> float:
+    """Seconds summed from each child's opening mark to its next closing one (``opens`` and ``closes`` name the child
+    an event of a role opens or closes, else None); an opening never closed adds nothing."""
+    open_at: dict[str, float] = {}
+    total = 0.0
+    for t, role, event in timeline:
+        child = opens(role, event)
+        if child is not None:
+            open_at[child] = float(t)
             continue
-        let_go: dict[str, float] = {}
-        total = 0.0
-        for t, role, event in report["timeline"]:
-            if role != "parent" or not event.startswith("gate:") or event.count(":") != 2:
-                continue
-            _, child, what = event.split(":")
-            if what == "yield":
-                let_go[child] = float(t)
-            elif child in let_go:
-                total += float(t) - let_go.pop(child)
-        totals.append(total)
-    if not totals:
-        return {"give_way_wait_mean_s": None, "give_way_wait_median_s": None}
-    return {"give_way_wait_mean_s": round(statistics.fmean(totals), 3),
-            "give_way_wait_median_s": round(statistics.median(totals), 3)}
+        child = closes(role, event)
+        if child is not None and child in open_at:
+            total += float(t) - open_at.pop(child)
+    return total
+
+
+def _shared_totals(reports: list[dict[str, Any]], total: Callable[[list[list[Any]]], float]) -> list[float]:
+    """``total`` of each timeline of a script that shared its GPU's gate (the waits only that mode has)."""
+    return [total(r["timeline"]) for r in reports
+            if (r.get("gate") or {}).get("mode") == "shared" and r.get("timeline")]
+
+
+def _mean_and_median(name: str, values: list[float]) -> dict[str, float | None]:
+    """``{name}_mean_s`` and ``{name}_median_s`` of ``values``, rounded to the millisecond (None without any)."""
+    if not values:
+        return {f"{name}_mean_s": None, f"{name}_median_s": None}
+    return {f"{name}_mean_s": round(statistics.fmean(values), 3), f"{name}_median_s": round(statistics.median(values), 3)}
 
 
 def seat_times(reports: list[dict[str, Any]]) -> dict[str, float | None]:
