@@ -11,8 +11,9 @@ parent does, with its chunks spread over ``KA_JUDGE_WORKERS`` threads (``verify.
     python bench/judge.py                         # table: 3 trials of 33.5M elements
     python bench/judge.py --elements 4194304 --trials 9 --json   # last line: JSON
 
-JSON keys: ``elements``, ``trials``, ``threads``, ``workers``, ``judge_s``, ``judge_output_s``, ``verdicts`` (the checks that
-read outputs -> verdict: all ``pass`` for this honest evidence).
+JSON keys: ``elements``, ``trials``, ``threads``, ``workers``, ``judge_s`` (the median of ``--repeats`` whole judges),
+``judge_output_s``, ``weak_check_s`` (the weak check alone, after the judge as in the parent), ``verdicts`` (the checks
+that read outputs -> verdict: all ``pass`` for this honest evidence).
 """
 
 from __future__ import annotations
@@ -60,26 +61,35 @@ def evidence(elements: int, trials: int) -> Any:
                     outputs=outputs)
 
 
-def measure(elements: int, trials: int) -> dict[str, Any]:
-    """Build the evidence, then time the whole judge and one output's policy."""
+def measure(elements: int, trials: int, repeats: int = 1) -> dict[str, Any]:
+    """Build the evidence, then time the whole judge (the median of ``repeats``), one output's policy and the weak
+    check."""
+    import statistics
+
     import torch
 
-    from verify.harness.judge import TOLERANCE, judge
+    from verify.harness.judge import TOLERANCE, check_weak_check, judge
     from verify.harness.parent import JUDGE_THREADS
     from verify.harness.tensors import judge_output, judge_workers
 
     threads = int(os.environ.get("KA_JUDGE_THREADS", JUDGE_THREADS))
     torch.set_num_threads(threads)
     ev = evidence(elements, trials)
-    started = time.perf_counter()
-    checks, _ = judge(ev)
-    judge_s = time.perf_counter() - started
+    times = []
+    for _ in range(max(1, repeats)):
+        started = time.perf_counter()
+        checks, _ = judge(ev)
+        times.append(time.perf_counter() - started)
     ref = ev.refs[0]
     started = time.perf_counter()
     judge_output(ev.outputs[(0, "a")][0], ref["ref64"][0], ref["ref32"][0], TOLERANCE)
+    judge_output_s = time.perf_counter() - started
+    started = time.perf_counter()
+    check_weak_check(ev)
     return {"elements": elements, "trials": trials, "threads": threads, "workers": judge_workers(),
-            "judge_s": round(judge_s, 3),
-            "judge_output_s": round(time.perf_counter() - started, 3),
+            "judge_s": round(statistics.median(times), 3),
+            "judge_output_s": round(judge_output_s, 3),
+            "weak_check_s": round(time.perf_counter() - started, 3),
             "verdicts": {name: checks[name]["verdict"] for name in DATA_CHECKS}}
 
 
@@ -87,13 +97,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--elements", type=int, default=8192 * 4096, help="elements per output (gelu's 33.5M)")
     parser.add_argument("--trials", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=1, help="whole judges to time; judge_s is their median")
     parser.add_argument("--json", action="store_true", help="end with one JSON line")
     args = parser.parse_args(argv)
-    result = measure(args.elements, args.trials)
+    result = measure(args.elements, args.trials, args.repeats)
     rows = [("elements per output", f"{result['elements']:,}"), ("trials (3 calls each)", str(result["trials"])),
             ("judge threads", str(result["threads"])), ("chunk workers", str(result["workers"])),
             ("whole judge", f"{result['judge_s']:.2f} s"),
             ("policy on one output", f"{result['judge_output_s']:.2f} s"),
+            ("weak check", f"{result['weak_check_s']:.2f} s"),
             ("correctness verdict", result["verdicts"].get("correctness", "-"))]
     width = max(len(name) for name, _ in rows)
     for name, value in rows:

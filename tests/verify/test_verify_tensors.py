@@ -7,7 +7,16 @@ import math
 import pytest
 import torch
 
-from verify.harness.tensors import fingerprint, fingerprint_distance, fingerprints_agree
+from verify.harness import tensors
+from verify.harness.judge import TOLERANCE
+from verify.harness.tensors import (
+    fails_l2_bound,
+    fails_l2_bounds,
+    fingerprint,
+    fingerprint_distance,
+    fingerprints_agree,
+    is_constant,
+)
 
 
 def _seeded_signs(n: int, seed: int) -> torch.Tensor:
@@ -149,3 +158,43 @@ def test_task_inputs_are_drawn_on_the_device_and_fall_back_to_the_cpu_from_the_s
     drawn = task_inputs(lambda: [torch.randn(4)], 5, "cpu")[0]
     torch.manual_seed(5)
     assert torch.equal(drawn, torch.randn(4))
+
+
+def test_fails_l2_bounds_answers_each_output_as_it_would_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tensors, "JUDGE_CHUNK", 64)  # several chunks, on judge_workers() threads where there are cores
+    generator = torch.Generator().manual_seed(0)
+    ref = torch.randn(1000, dtype=torch.float64, generator=generator)
+    outs = [0.0, float(ref.mean()), ref.float(), ref.float() + 0.5, torch.full((1000,), math.nan), torch.zeros(10),
+            (ref * 1.005).float(), 7]
+    # Far off (a zero, the mean, a shifted answer, a whole number) fail; right, NaN and misshapen are the policy's.
+    expected = [True, True, False, True, False, False, False, True]
+    assert fails_l2_bounds(outs, ref, ref.float(), TOLERANCE) == expected
+    assert [fails_l2_bound(o, ref, ref.float(), TOLERANCE) for o in outs] == expected
+    assert fails_l2_bounds(outs[::-1], ref, ref.float(), TOLERANCE) == expected[::-1]
+    # An fp32 reference 10% off widens the bound to 8 x its error (0.8): the answer shifted by 0.5 (0.5 off) is in it.
+    assert fails_l2_bounds(outs, ref, (ref * 1.1).float(), TOLERANCE) == [True, True, False, False, False, False, False,
+                                                                          True]
+    nan_ref = ref.clone()
+    nan_ref[3] = math.nan
+    assert fails_l2_bounds(outs, nan_ref, None, TOLERANCE) == [False] * len(outs)
+    assert fails_l2_bounds(outs, torch.zeros(1000, dtype=torch.float64), None, TOLERANCE) == [False] * len(outs)
+    assert fails_l2_bounds([0.0], torch.zeros(0, dtype=torch.float64), None, TOLERANCE) == [False]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_is_constant_says_what_a_float64_standard_deviation_of_zero_said(dtype: torch.dtype) -> None:
+    one = torch.tensor(1.0, dtype=dtype)
+    cases = [torch.full((1000,), 0.1, dtype=dtype), torch.zeros(5, dtype=dtype), torch.tensor([0.0, -0.0], dtype=dtype),
+             torch.randn(1000).to(dtype), torch.tensor([1.0, 1.0, float("nan")], dtype=dtype),
+             torch.full((4,), float("inf"), dtype=dtype), torch.tensor([float("-inf"), 1.0], dtype=dtype),
+             torch.stack([one, torch.nextafter(one, torch.tensor(2.0, dtype=dtype))]), torch.ones(1, dtype=dtype),
+             torch.full((3, 4), 7.0, dtype=dtype).t(), torch.ones(8, dtype=dtype)[::2], torch.arange(3)]
+    old = [t.numel() > 1 and t.is_floating_point() and float(t.double().std()) == 0.0 for t in cases]
+    assert [is_constant(t) for t in cases] == old
+    assert old == [True, True, True, False, False, False, False, False, False, True, True, False]
+
+
+def test_is_constant_finds_the_float64_constants_a_standard_deviation_missed() -> None:
+    # In float64 itself the mean of a constant can round off it, so its standard deviation is not exactly 0.
+    tenth = torch.full((1000,), 0.1, dtype=torch.float64)
+    assert float(tenth.std()) != 0.0 and is_constant(tenth)

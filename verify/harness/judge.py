@@ -27,6 +27,8 @@ from verify.harness.tensors import (
     calls_agree,
     error_stats,
     fails_l2_bound,
+    fails_l2_bounds,
+    is_constant,
     judge_output,
 )
 from verify.harness.timing import device_ms
@@ -298,14 +300,14 @@ def _passes(out: Any, ref64: Any, policy: dict[str, Any], ref32: Any | None = No
     return judge_outputs([out], [ref64], None if ref32 is None else [ref32], policy)[0]
 
 
-def _constant_passes(value: float, ref64: Any, policy: dict[str, Any], ref32: Any | None = None) -> bool:
-    """Whether an output holding ``value`` everywhere would pass; built at full size only when its L2 error
-    alone does not already fail it."""
+def _constants_pass(values: list[float], ref64: Any, policy: dict[str, Any], ref32: Any | None = None) -> list[bool]:
+    """Whether an output holding each value everywhere would pass; one built at full size only when its L2 error
+    alone does not already fail it (the L2 errors of all the values come from one pass over the reference)."""
     import torch
 
-    if fails_l2_bound(value, ref64, ref32, policy):
-        return False
-    return _passes(torch.full_like(ref64, value), ref64, policy, ref32)
+    fails = fails_l2_bounds(values, ref64, ref32, policy)
+    return [not failed and _passes(torch.full_like(ref64, value), ref64, policy, ref32)
+            for value, failed in zip(values, fails, strict=True)]
 
 
 def _ref_pair(ref: dict[str, Any]) -> tuple[list[Any], list[Any] | None]:
@@ -433,10 +435,10 @@ def check_weak_check(ev: Evidence) -> dict[str, Any]:
         for k, r in enumerate(r64s):
             r32 = r32s[k] if r32s is not None else None
             judged[k] = judged.get(k, 0) + 1
-            zero_ok = _constant_passes(0.0, r, ev.policy, r32)
             # A one-element output (a loss) is its own mean: whether one fixed value passes every trial is
             # check_degenerate's question, not this one's.
-            const_ok = _constant_passes(float(r.double().mean()), r, ev.policy, r32) if r.numel() > 1 else False
+            passes = _constants_pass([0.0, float(r.double().mean())] if r.numel() > 1 else [0.0], r, ev.policy, r32)
+            zero_ok, const_ok = passes[0], len(passes) > 1 and passes[1]
             if zero_ok or const_ok:
                 weak.setdefault(k, []).append(f"trial {trial['index']} ({trial['distribution']}): a "
                                               f"{'zero' if zero_ok else 'constant'} output would pass")
@@ -455,7 +457,7 @@ def check_weak_check(ev: Evidence) -> dict[str, Any]:
             continue
         outs = ev.outputs.get((trial["index"], "a")) or []
         for k, o in enumerate(outs):
-            if o is not None and o.numel() > 1 and o.is_floating_point() and float(o.double().std()) == 0.0:
+            if o is not None and is_constant(o):
                 r = (ref["ref64"] or ref["ref32"])[k]
                 if float(r.double().std()) > 0:
                     verdict = "fail"
