@@ -11,9 +11,15 @@ parent does, with its chunks spread over ``KA_JUDGE_WORKERS`` threads (``verify.
     python bench/judge.py                         # table: 3 trials of 33.5M elements
     python bench/judge.py --elements 4194304 --trials 9 --json   # last line: JSON
 
-JSON keys: ``elements``, ``trials``, ``threads``, ``workers``, ``judge_s`` (the median of ``--repeats`` whole judges),
-``judge_output_s``, ``weak_check_s`` (the weak check alone, after the judge as in the parent), ``verdicts`` (the checks
-that read outputs -> verdict: all ``pass`` for this honest evidence).
+The outputs are judged with the fused passes where numba is installed and they are large enough
+(``verify.harness.fused``), then again with the torch operations alone (``KA_JUDGE_FUSED=0``).
+
+JSON keys: ``elements``, ``trials``, ``threads``, ``workers``, ``fused`` (whether the fused passes ran),
+``fused_compile_s`` (compiling them, as the parent does while the candidate runs), ``judge_s`` (the median of
+``--repeats`` whole judges), ``judge_unfused_s`` (the same with the torch operations alone; null when the fused
+passes did not run), ``judge_output_s``, ``weak_check_s`` (the weak check alone, after the judge as in the
+parent), ``verdicts`` (the checks that read outputs -> verdict: all ``pass`` for this honest evidence),
+``same_verdicts`` (the same verdicts both ways).
 """
 
 from __future__ import annotations
@@ -62,12 +68,14 @@ def evidence(elements: int, trials: int) -> Any:
 
 
 def measure(elements: int, trials: int, repeats: int = 1) -> dict[str, Any]:
-    """Build the evidence, then time the whole judge (the median of ``repeats``), one output's policy and the weak
-    check."""
+    """Build the evidence, compile the fused passes (where numba is installed and the outputs are large enough),
+    then time the whole judge (the median of ``repeats``) with them and without, one output's policy and the
+    weak check."""
     import statistics
 
     import torch
 
+    from verify.harness.fused import FUSED_ENV, fused_enabled, warm_fused
     from verify.harness.judge import TOLERANCE, check_weak_check, judge
     from verify.harness.parent import JUDGE_THREADS
     from verify.harness.tensors import judge_output, judge_workers
@@ -75,22 +83,44 @@ def measure(elements: int, trials: int, repeats: int = 1) -> dict[str, Any]:
     threads = int(os.environ.get("KA_JUDGE_THREADS", JUDGE_THREADS))
     torch.set_num_threads(threads)
     ev = evidence(elements, trials)
-    times = []
-    for _ in range(max(1, repeats)):
-        started = time.perf_counter()
-        checks, _ = judge(ev)
-        times.append(time.perf_counter() - started)
+    started = time.perf_counter()
+    warming = warm_fused(elements)
+    if warming is not None:
+        warming.join()
+    compile_s = time.perf_counter() - started if warming is not None else None
+
+    def whole_judges() -> tuple[float, dict[str, Any]]:
+        times = []
+        for _ in range(max(1, repeats)):
+            started = time.perf_counter()
+            checks, _ = judge(ev)
+            times.append(time.perf_counter() - started)
+        return statistics.median(times), checks
+
+    fused = fused_enabled(elements)
+    judge_s, checks = whole_judges()
     ref = ev.refs[0]
     started = time.perf_counter()
     judge_output(ev.outputs[(0, "a")][0], ref["ref64"][0], ref["ref32"][0], TOLERANCE)
     judge_output_s = time.perf_counter() - started
     started = time.perf_counter()
     check_weak_check(ev)
+    weak_check_s = time.perf_counter() - started
+    unfused_s, unfused_checks = None, checks
+    if fused:
+        before = os.environ.get(FUSED_ENV)
+        os.environ[FUSED_ENV] = "0"
+        try:
+            unfused_s, unfused_checks = whole_judges()
+        finally:
+            os.environ.pop(FUSED_ENV) if before is None else os.environ.__setitem__(FUSED_ENV, before)
     return {"elements": elements, "trials": trials, "threads": threads, "workers": judge_workers(),
-            "judge_s": round(statistics.median(times), 3),
+            "fused": fused, "fused_compile_s": None if compile_s is None else round(compile_s, 3),
+            "judge_s": round(judge_s, 3), "judge_unfused_s": None if unfused_s is None else round(unfused_s, 3),
             "judge_output_s": round(judge_output_s, 3),
-            "weak_check_s": round(time.perf_counter() - started, 3),
-            "verdicts": {name: checks[name]["verdict"] for name in DATA_CHECKS}}
+            "weak_check_s": round(weak_check_s, 3),
+            "verdicts": {name: checks[name]["verdict"] for name in DATA_CHECKS},
+            "same_verdicts": all(checks[name]["verdict"] == unfused_checks[name]["verdict"] for name in DATA_CHECKS)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -103,10 +133,14 @@ def main(argv: list[str] | None = None) -> int:
     result = measure(args.elements, args.trials, args.repeats)
     rows = [("elements per output", f"{result['elements']:,}"), ("trials (3 calls each)", str(result["trials"])),
             ("judge threads", str(result["threads"])), ("chunk workers", str(result["workers"])),
+            ("fused passes", f"yes, compiled in {result['fused_compile_s']:.2f} s" if result["fused"] else "no"),
             ("whole judge", f"{result['judge_s']:.2f} s"),
+            ("whole judge, torch operations only", "-" if result["judge_unfused_s"] is None
+             else f"{result['judge_unfused_s']:.2f} s"),
             ("policy on one output", f"{result['judge_output_s']:.2f} s"),
             ("weak check", f"{result['weak_check_s']:.2f} s"),
-            ("correctness verdict", result["verdicts"].get("correctness", "-"))]
+            ("correctness verdict", result["verdicts"].get("correctness", "-")),
+            ("same verdicts both ways", "yes" if result["same_verdicts"] else "NO")]
     width = max(len(name) for name, _ in rows)
     for name, value in rows:
         print(f"{name:<{width}}  {value}")
