@@ -121,7 +121,8 @@ def measure(device: str, max_calls: int) -> dict[str, Any]:
             "precision test, 400 samples": lambda: timing.median_is_precise(samples),
         }
         for label, function in parts.items():
-            result["parts_us"][label] = round(per_use_us(torch, function, 30 if "32M" in label else 200), 1)
+            # Three significant digits: a CPU "pair of timing events" takes a few hundredths of a microsecond.
+            result["parts_us"][label] = float(f"{per_use_us(torch, function, 30 if '32M' in label else 200):.3g}")
         # Last, as the harness's run child does it before its timed series: one profiler session (CUPTI on the
         # GPU), then each case again as is. Whether CUPTI is torn down after it is Kineto's TEARDOWN_CUPTI.
         from torch.profiler import ProfilerActivity, profile
@@ -164,7 +165,7 @@ def main() -> int:
         print(f"{name:26s} {ms:9.3f}")
     print(f"\n{'part of the loop':30s} {'us per use':>10s}")
     for label, us in result["parts_us"].items():
-        print(f"{label:30s} {us:10.1f}")
+        print(f"{label:30s} {us:10.3g}")
     if args.json:
         print(json.dumps(result))
     return 0

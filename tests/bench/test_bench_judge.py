@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+from scripts_testing import load_script
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "judge.py"
 
@@ -14,8 +18,23 @@ def test_the_judge_bench_judges_honest_outputs_as_correct() -> None:
     done = subprocess.run([sys.executable, str(BENCH), "--elements", "70000", "--trials", "2", "--repeats", "2", "--json"],
                           capture_output=True, text=True, timeout=300, check=True)
     result = json.loads(done.stdout.strip().splitlines()[-1])
-    assert set(result) == {"elements", "trials", "threads", "workers", "judge_s", "judge_output_s", "weak_check_s",
-                           "verdicts"}
+    assert set(result) == {"elements", "trials", "threads", "workers", "fused", "fused_compile_s", "judge_s",
+                           "judge_unfused_s", "judge_output_s", "weak_check_s", "verdicts", "same_verdicts"}
     assert result["elements"] == 70000 and result["judge_s"] > 0 and result["weak_check_s"] > 0
     assert set(result["verdicts"].values()) == {"pass"}, result["verdicts"]
-    assert "whole judge" in done.stdout and "weak check" in done.stdout
+    # 70,000 elements are below verify.harness.fused.FUSED_MIN_ELEMENTS: the torch operations alone judge them.
+    assert result["fused"] is False and result["fused_compile_s"] is None and result["judge_unfused_s"] is None
+    assert result["same_verdicts"] is True
+    assert "whole judge" in done.stdout and "weak check" in done.stdout and "fused passes" in done.stdout
+
+
+def test_the_judge_bench_times_the_fused_passes_against_the_torch_operations(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("numba", reason="the fused passes need numba (installed with kernel-archive[verify])")
+    from verify.harness import fused
+
+    monkeypatch.delenv(fused.FUSED_ENV, raising=False)
+    monkeypatch.setattr(fused, "FUSED_MIN_ELEMENTS", 1)
+    result = load_script("bench/judge.py", "bench_judge").measure(70000, 2, 1)
+    assert result["fused"] is True and result["fused_compile_s"] >= 0 and result["judge_unfused_s"] > 0
+    assert result["same_verdicts"] is True and set(result["verdicts"].values()) == {"pass"}
+    assert fused.FUSED_ENV not in os.environ
