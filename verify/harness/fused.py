@@ -106,7 +106,7 @@ def fused_judge_part(out: Any, ref64: Any, ref32: Any | None, policy: dict[str, 
     o, r = _array(out, torch), _array(ref64, torch)
     has32 = ref32 is not None
     special, mismatches, outside, ss_r, ss_d, ss_32, max_abs, max_rel, ref_absmax = kernels[0](
-        o, r, _array(ref32, torch) if has32 else _EMPTY(), has32, float(policy["atol"]), float(policy["rtol"]),
+        o, r, _array(ref32, torch) if has32 else _empty(), has32, float(policy["atol"]), float(policy["rtol"]),
         float(policy["fp32_factor"]), int(policy["fp32_block"]))
     if special:
         return None
@@ -131,13 +131,13 @@ def fused_l2_norms(outs: list[Any], ref64: Any, ref32: Any | None, torch: Any) -
         return None
     r = _array(ref64, torch)
     has32 = ref32 is not None
-    r32 = _array(ref32, torch) if has32 else _EMPTY()
+    r32 = _array(ref32, torch) if has32 else _empty()
     numbers = [k for k, o in enumerate(outs) if isinstance(o, float)]
     tensors = [k for k, o in enumerate(outs) if o is not None and not isinstance(o, float)]
     diffs = [math.nan] * len(outs)
     values = numpy.array([outs[k] for k in numbers], dtype=numpy.float64)
     sums = numpy.zeros(len(numbers), dtype=numpy.float64)
-    ss_r, ss_32, _ = kernels[1](_EMPTY(), False, values, sums, r, r32, has32)
+    ss_r, ss_32, _ = kernels[1](_empty(), False, values, sums, r, r32, has32)
     for k, total in zip(numbers, sums.tolist(), strict=True):
         diffs[k] = math.sqrt(total)
     no_values = numpy.empty(0, dtype=numpy.float64)
@@ -146,7 +146,7 @@ def fused_l2_norms(outs: list[Any], ref64: Any, ref32: Any | None, torch: Any) -
     return math.sqrt(ss_r), math.sqrt(ss_32), diffs
 
 
-def _EMPTY() -> Any:  # noqa: N802
+def _empty() -> Any:
     """An empty float32 array for an argument that is not used: one compiled variant serves both cases."""
     import numpy
 
