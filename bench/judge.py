@@ -31,6 +31,7 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -75,7 +76,7 @@ def measure(elements: int, trials: int, repeats: int = 1) -> dict[str, Any]:
 
     import torch
 
-    from verify.harness.fused import FUSED_ENV, fused_enabled, warm_fused
+    from verify.harness.fused import FUSED_ENV, warm_fused
     from verify.harness.judge import TOLERANCE, check_weak_check, judge
     from verify.harness.parent import JUDGE_THREADS
     from verify.harness.tensors import judge_output, judge_workers
@@ -85,9 +86,10 @@ def measure(elements: int, trials: int, repeats: int = 1) -> dict[str, Any]:
     ev = evidence(elements, trials)
     started = time.perf_counter()
     warming = warm_fused(elements)
-    if warming is not None:
+    fused = warming is not None
+    if fused:
         warming.join()
-    compile_s = time.perf_counter() - started if warming is not None else None
+    compile_s = time.perf_counter() - started if fused else None
 
     def whole_judges() -> tuple[float, dict[str, Any]]:
         times = []
@@ -97,7 +99,6 @@ def measure(elements: int, trials: int, repeats: int = 1) -> dict[str, Any]:
             times.append(time.perf_counter() - started)
         return statistics.median(times), checks
 
-    fused = fused_enabled(elements)
     judge_s, checks = whole_judges()
     ref = ev.refs[0]
     started = time.perf_counter()
@@ -108,12 +109,8 @@ def measure(elements: int, trials: int, repeats: int = 1) -> dict[str, Any]:
     weak_check_s = time.perf_counter() - started
     unfused_s, unfused_checks = None, checks
     if fused:
-        before = os.environ.get(FUSED_ENV)
-        os.environ[FUSED_ENV] = "0"
-        try:
+        with mock.patch.dict(os.environ, {FUSED_ENV: "0"}):
             unfused_s, unfused_checks = whole_judges()
-        finally:
-            os.environ.pop(FUSED_ENV) if before is None else os.environ.__setitem__(FUSED_ENV, before)
     return {"elements": elements, "trials": trials, "threads": threads, "workers": judge_workers(),
             "fused": fused, "fused_compile_s": None if compile_s is None else round(compile_s, 3),
             "judge_s": round(judge_s, 3), "judge_unfused_s": None if unfused_s is None else round(unfused_s, 3),
