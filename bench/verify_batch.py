@@ -53,7 +53,11 @@ pass gets 85%; ``--scaling`` adds two passes of a quarter each (``--scaling-budg
 
 A whole release does not fit one device call, so a run can go on in the next one: ``--resume`` keeps
 ``OUT/reports-cold.jsonl`` and verifies only the kernels it does not hold yet, and ``--build-cache DIR``
-(default: a fresh temporary folder, so the first pass is cold) keeps the builds between calls. This is how
+(default: a fresh temporary folder, so the first pass is cold) keeps the builds between calls. The kernels
+``--grace-s`` stops are appended to ``OUT/stopped-cold.jsonl``, and a ``--resume`` pass verifies those first, each
+holding its GPU alone: heavy kernels that share a GPU all finish late, and in session 30 a pass of 39 level 3 kernels
+on one H200 finished none before its limit (``stopped_cold``, ``exclusive_cold`` and ``exclusive_finished_cold``
+count the pass's stopped kernels, those it verified alone, and those of them it finished). This is how
 the CUDA-L1 H100 reproduction runs on a machine without the archive::
 
     python bench/verify_batch.py --all --resume --no-warm --out .device/l1 --build-cache .device/l1-builds \
@@ -91,7 +95,7 @@ from verify.batch.stats import (  # noqa: E402
     seat_times,
     timing_moves,
 )
-from verify.batch.workers import BATCH_GATE_MODE, default_slots, gpu_seats, parse_gpus  # noqa: E402
+from verify.batch.workers import BATCH_GATE_MODE, Stopped, default_slots, gpu_seats, parse_gpus  # noqa: E402
 from verify.batch.zygotes import SLOT_ZYGOTE_ENV, slot_zygotes_enabled  # noqa: E402
 from verify.harness.gate import GATE_MODES  # noqa: E402
 from verify.harness.zygote import ZYGOTE_ENV, zygote_enabled  # noqa: E402
@@ -135,6 +139,8 @@ class Recorder:
         self.stats = BatchStats(total=total)
         self.reports: dict[str, dict[str, Any]] = {}
         self.cpu_s = 0.0
+        self.exclusive: set[str] = set()
+        self.stopped: list[Stopped] = []
 
     def __call__(self, job: VerifyJob, report: dict[str, Any]) -> None:
         with self.path.open("a") as out:
@@ -146,6 +152,16 @@ class Recorder:
         self.stats.record(report, build_state=build.get("state"),
                           prebuild_s=build.get("seconds", 0.0) if build.get("state") == "built" else 0.0)
         print(f"  {job.key:<10} {report.get('status', 'error'):<8} {self.stats.line()}", file=sys.stderr, flush=True)
+
+
+def stopped_keys(path: Path) -> set[str]:
+    """Keys an earlier pass's hard limit stopped, from its ``stopped-NAME.jsonl`` (none when there is no file)."""
+    keys: set[str] = set()
+    if path.is_file():
+        for line in path.read_text().splitlines():
+            with contextlib.suppress(ValueError, KeyError, TypeError):
+                keys.add(json.loads(line)["key"])
+    return keys
 
 
 def stored_keys(path: Path) -> set[str]:
@@ -166,19 +182,38 @@ def read_reports(path: Path) -> dict[str, dict[str, Any]]:
 def run_pass(name: str, jobs: list[VerifyJob], options: VerifyOptions, out: Path, *, gpus: str | None,
              compile_workers: int | None, cache: Path, budget_s: float, resume: bool = False,
              ray: str | None = None, grace_s: float | None = None, slots_per_gpu: int | None = None) -> Recorder:
-    """One batch over ``jobs`` into ``out/reports-NAME.jsonl`` (with ``resume``, only those it does not hold)."""
+    """One batch over ``jobs`` into ``out/reports-NAME.jsonl`` (with ``resume``, only those it does not hold).
+
+    The kernels ``grace_s`` stops are appended to ``out/stopped-NAME.jsonl``; a resumed pass verifies those first,
+    each with the GPU alone (``verify_jobs(exclusive=...)``).
+    """
     path = out / f"reports-{name}.jsonl"
+    stopped_path = out / f"stopped-{name}.jsonl"
     done = stored_keys(path) if resume else set()
     if not resume:
         path.unlink(missing_ok=True)
+        stopped_path.unlink(missing_ok=True)
     todo = [j for j in jobs if j.key not in done]
-    print(f"{name}: {len(todo)} kernels ({len(jobs) - len(todo)} stored before), budget {budget_s:.0f}s",
-          file=sys.stderr, flush=True)
+    exclusive = stopped_keys(stopped_path) & {j.key for j in todo}
+    print(f"{name}: {len(todo)} kernels ({len(jobs) - len(todo)} stored before"
+          + (f"; {len(exclusive)} stopped before, verified first and alone" if exclusive else "")
+          + f"), budget {budget_s:.0f}s", file=sys.stderr, flush=True)
     recorder = Recorder(path, len(todo))
+    recorder.exclusive = exclusive
+
+    def stopped(item: Stopped) -> None:
+        recorder.stopped.append(item)
+        with stopped_path.open("a") as out_file:
+            out_file.write(json.dumps({"key": item.job.key, "gpu": item.gpu, "seconds": round(item.seconds, 1),
+                                       "exclusive": item.exclusive}) + "\n")
+        print(f"  {item.job.key:<10} stopped at the limit after {item.seconds:.0f}s"
+              + (" (alone on its GPU)" if item.exclusive else ""), file=sys.stderr, flush=True)
+
     before = host_cpu_s()
     verify_jobs(todo, options, recorder, force=True, gpus=gpus, compile_workers=compile_workers,
                 slots_per_gpu=slots_per_gpu, build_cache=cache, time_budget_s=budget_s,
-                stop_after_s=None if grace_s is None else budget_s + grace_s, ray=ray)
+                stop_after_s=None if grace_s is None else budget_s + grace_s, ray=ray, exclusive=exclusive,
+                on_stopped=stopped)
     recorder.stats.finished_at = time.monotonic()
     recorder.cpu_s = host_cpu_s() - before
     return recorder
@@ -467,7 +502,8 @@ def main() -> int:
     parser.add_argument("--only", type=lambda text: {k.strip() for k in text.split(",") if k.strip()},
                         help="only these kernels (comma-separated keys such as L1-T98,L3-T43; with --all or --limit)")
     parser.add_argument("--resume", action="store_true",
-                        help="keep OUT/reports-cold.jsonl and verify only the kernels it does not hold")
+                        help="keep OUT/reports-cold.jsonl and verify only the kernels it does not hold; those "
+                             "--grace-s stopped before (OUT/stopped-cold.jsonl) first, each with its GPU alone")
     parser.add_argument("--build-cache", type=Path,
                         help="build cache folder kept between runs (default: a fresh one, so the first pass is cold)")
     parser.add_argument("--no-warm", dest="warm", action="store_false", help="skip the warm pass")
@@ -475,8 +511,9 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0, help="sample seed")
     parser.add_argument("--budget-s", type=float, default=200.0, help="about how long the whole benchmark may take")
     parser.add_argument("--grace-s", type=float,
-                        help="stop the kernels still running this long after their pass's budget (not reported: "
-                             "--resume verifies them again); default: let them finish")
+                        help="stop the kernels still running this long after their pass's budget (not reported, "
+                             "listed in OUT/stopped-NAME.jsonl: --resume verifies them again, first and alone); "
+                             "default: let them finish")
     parser.add_argument("--gpus", help="GPUs (count or ids; default every visible one)")
     parser.add_argument("--compile-workers", type=int, help="builds at once (default: a core each, left after the seats)")
     parser.add_argument("--slots-per-gpu", type=int,
@@ -572,6 +609,9 @@ def main() -> int:
         **{f"{k}_cold": v for k, v in alone_waits(list(cold.reports.values())).items()},
         **{f"{k}_cold": v for k, v in give_way_waits(list(cold.reports.values())).items()},
         **{f"{k}_cold": v for k, v in seat_times(list(cold.reports.values())).items()},
+        "stopped_cold": len(cold.stopped),
+        "exclusive_cold": len(cold.exclusive),
+        "exclusive_finished_cold": len(cold.exclusive & set(cold.reports)),
         "host_cpu_s_per_kernel_cold": round(cold.cpu_s / cold.stats.done, 2) if cold.stats.done else None,
         "cpu_s_by_process_cold": cpu_by_process(list(cold.reports.values())),
         "zygote": zygote_enabled(os.environ),

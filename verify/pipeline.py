@@ -21,12 +21,15 @@ Example:
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from verify.jobs import ResultCallback, VerifyJob, error_report
 from verify.runner import VerifyError, VerifyOptions, verify_code
+
+if TYPE_CHECKING:
+    from verify.batch.workers import Stopped
 
 __all__ = ["ProgressSink", "ResultCallback", "VerifyJob", "error_report", "verify_jobs"]
 
@@ -55,6 +58,8 @@ def verify_jobs(
     progress: ProgressSink | None = None,
     time_budget_s: float | None = None,
     stop_after_s: float | None = None,
+    exclusive: Collection[str] = (),
+    on_stopped: Callable[[Stopped], None] | None = None,
 ) -> dict[str, int]:
     """Verify each job not in ``done`` (all of them with ``force``), calling ``on_result(job, report)`` as each finishes.
 
@@ -72,6 +77,10 @@ def verify_jobs(
         time_budget_s: batch only: start no kernel after this many seconds (the rest waits for a resume).
         stop_after_s: batch only: stop the kernels still running after this many seconds; they are not
             reported (no verdict, no error), so a resume verifies them again.
+        exclusive: batch only: keys verified first, each holding its GPU alone throughout (pass the kernels an
+            earlier batch stopped: heavy verifications that share a GPU all finish late, so under a hard limit
+            a resumed batch could otherwise stop the same kernels again and again).
+        on_stopped: batch only: told about each kernel ``stop_after_s`` stopped (``verify.batch.workers.Stopped``).
 
     Returns:
         How many reports ended in each status (``error`` for a script that gave none).
@@ -80,7 +89,7 @@ def verify_jobs(
         return _verify_batch(jobs, options, on_result, done=done, force=force, gpus=gpus,
                              compile_workers=compile_workers, slots_per_gpu=slots_per_gpu, build_cache=build_cache,
                              ray=ray, ray_init=ray_init, arch=arch, progress=progress, time_budget_s=time_budget_s,
-                             stop_after_s=stop_after_s)
+                             stop_after_s=stop_after_s, exclusive=exclusive, on_stopped=on_stopped)
     summary: dict[str, int] = {}
     done = () if force else done
     for job in jobs:
@@ -116,6 +125,8 @@ def _verify_batch(
     progress: ProgressSink | None,
     time_budget_s: float | None,
     stop_after_s: float | None = None,
+    exclusive: Collection[str] = (),
+    on_stopped: Callable[[Stopped], None] | None = None,
 ) -> dict[str, int]:
     import time
 
@@ -146,12 +157,17 @@ def _verify_batch(
         from verify.batch.ray_backend import run_ray_batch
 
         assert toolchain is not None
-        run_ray_batch(plan.todo, options, finished, address=ray, cache_root=root, toolchain=toolchain,
-                      build=use_cache, init=ray_init, deadline=deadline, stop_at=stop_at,
-                      slots=slots_per_gpu or default_slots(ray=True))
-        return summary
-    gpu_ids = parse_gpus(gpus)
-    cache = BuildCache(root, toolchain) if use_cache and toolchain is not None else None
-    LocalBatch(plan.todo, options, gpus=gpu_ids, compile_workers=compile_workers, cache=cache, deadline=deadline,
-               stop_at=stop_at, slots=slots_per_gpu).run(finished)
+        stopped = run_ray_batch(plan.todo, options, finished, address=ray, cache_root=root, toolchain=toolchain,
+                                build=use_cache, init=ray_init, deadline=deadline, stop_at=stop_at,
+                                slots=slots_per_gpu or default_slots(ray=True), exclusive=exclusive)
+    else:
+        gpu_ids = parse_gpus(gpus)
+        cache = BuildCache(root, toolchain) if use_cache and toolchain is not None else None
+        batch = LocalBatch(plan.todo, options, gpus=gpu_ids, compile_workers=compile_workers, cache=cache,
+                           deadline=deadline, stop_at=stop_at, slots=slots_per_gpu, exclusive=exclusive)
+        batch.run(finished)
+        stopped = batch.stopped
+    if on_stopped is not None:
+        for item in stopped:
+            on_stopped(item)
     return summary

@@ -67,6 +67,15 @@ class VerifyError(RuntimeError):
     """The script could not produce a report (interpreter missing, script crashed, no JSON)."""
 
 
+class ScriptKilled(VerifyError):
+    """The eval script was killed by a signal before it wrote a report (on a host a batch loads, most often the
+    kernel's out-of-memory killer; ``signal`` is its number)."""
+
+    def __init__(self, message: str, signal: int) -> None:
+        super().__init__(message)
+        self.signal = signal
+
+
 class BatchStopped(RuntimeError):
     """The script was stopped at its batch's hard time limit (``stop_at``): no verdict, and no error either;
     a resumed batch verifies the kernel again."""
@@ -83,7 +92,8 @@ def run_script(script: Path, options: VerifyOptions, *, build_dir: str | os.Path
     script inherits (a batch slot's zygote connection, ``verify.batch.zygotes``).
 
     Raises:
-        VerifyError: no report came back; the message carries the script's last output.
+        VerifyError: no report came back; the message carries the script's last output (``ScriptKilled``: a
+            signal ended the script).
         BatchStopped: ``stop_at`` came first.
     """
     timeout = options.timeout()
@@ -108,7 +118,10 @@ def run_script(script: Path, options: VerifyOptions, *, build_dir: str | os.Path
             raise VerifyError(f"the eval script ran past {options.timeout():.0f}s and was stopped") from None
         if not report_path.is_file():
             tail = (done.stderr or done.stdout or "")[-2000:]
-            raise VerifyError(f"the eval script exited with code {done.returncode} and wrote no report:\n{tail}")
+            message = f"the eval script exited with code {done.returncode} and wrote no report:\n{tail}"
+            if done.returncode < 0:
+                raise ScriptKilled(message, -done.returncode)
+            raise VerifyError(message)
         return json.loads(report_path.read_text())
 
 

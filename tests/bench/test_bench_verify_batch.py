@@ -108,6 +108,40 @@ def test_a_resumed_run_verifies_only_what_its_reports_file_lacks(tmp_path: Path)
 
 
 @pytest.mark.slow
+def test_kernels_the_hard_limit_stops_are_listed_then_verified_first_and_alone_on_resume(tmp_path: Path) -> None:
+    # The first call in each process takes 20 s, so no verification ends within seconds of its start.
+    slow = "_slept = False\n" + HONEST.replace("    def forward(self, x):\n", (
+        "    def forward(self, x):\n        global _slept\n        if not _slept:\n            _slept = True\n"
+        "            import time\n            time.sleep(20)\n"))
+    data = _release(tmp_path, [(TASK, slow), (TASK_TANH, slow.replace("relu", "tanh")), (TASK, HONEST)])
+    out = tmp_path / "out"
+    command = [sys.executable, "-c", WITHOUT, "--jsonl", str(data), "--all", "--resume", "--no-warm", "--device", "cpu",
+               "--trials", "1", "--target-seconds", "0.05", "--kill-kernels", "0", "--no-alone", "--slots-per-gpu", "2",
+               "--build-cache", str(tmp_path / "builds"), "--out", str(out), "--json"]
+    # A cold pass of 8.5 s and no grace: the first two kernels start once built (2-4 s) and are stopped.
+    first = subprocess.run([*command, "--budget-s", "10", "--grace-s", "0"], capture_output=True, text=True, cwd=REPO,
+                           timeout=900, check=False)
+    assert first.returncode == 0, first.stderr[-3000:]
+    result = json.loads(first.stdout.strip().splitlines()[-1])
+    assert result["n_cold"] == 0 and result["stopped_cold"] == 2 and result["exclusive_cold"] == 0
+    stopped = [json.loads(line) for line in (out / "stopped-cold.jsonl").read_text().splitlines()]
+    assert sorted(s["key"] for s in stopped) == ["L1-T1", "L1-T2"]
+    assert all(s["exclusive"] is False and 0 <= s["seconds"] < 60 for s in stopped)
+    assert "stopped at the limit after" in first.stderr
+    second = subprocess.run([*command, "--budget-s", "400"], capture_output=True, text=True, cwd=REPO, timeout=900,
+                            check=False)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "2 stopped before, verified first and alone" in second.stderr
+    result = json.loads(second.stdout.strip().splitlines()[-1])
+    assert (result["n_cold"], result["stopped_cold"], result["exclusive_cold"], result["exclusive_finished_cold"]) == \
+        (3, 0, 2, 2)
+    reports = {(row := json.loads(line))["key"]: row["report"] for line in (out / "reports-cold.jsonl").read_text().splitlines()}
+    assert {k: r["gate"]["mode"] for k, r in reports.items()} == {"L1-T1": "exclusive", "L1-T2": "exclusive",
+                                                                  "L1-T3": "shared"}
+    assert all(r["checks"]["correctness"]["verdict"] == "pass" for r in reports.values())
+
+
+@pytest.mark.slow
 def test_scaling_compares_one_gpu_and_every_gpu_on_the_same_kernels(tmp_path: Path) -> None:
     data = _release(tmp_path, [(TASK, HONEST), (TASK_TANH, HONEST_TANH)])
     out = tmp_path / "out"

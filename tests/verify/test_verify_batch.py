@@ -19,7 +19,7 @@ from verify.batch.progress import summary_table
 from verify.batch.stats import BatchStats, give_way_waits, seat_times, time_shares, timing_moves
 from verify.batch.workers import LocalBatch, parse_gpus
 from verify.pipeline import VerifyJob, verify_jobs
-from verify.runner import BatchStopped, VerifyError, VerifyOptions, run_script
+from verify.runner import BatchStopped, ScriptKilled, VerifyError, VerifyOptions, run_script
 
 TOOLCHAIN = Toolchain(torch="2.13.0", cuda="13.0", python="3.11.7", nvcc="V13.0", arch="9.0")
 REPO = Path(__file__).resolve().parents[2]
@@ -144,7 +144,8 @@ class FakeVerify:
         self.most_started: dict[str, int] = {}
 
     def __call__(self, job: VerifyJob, options: VerifyOptions, *, build: BuildResult | None,
-                 env: dict[str, str], stop_at: float | None = None, zygotes: Any = None) -> dict[str, Any]:
+                 env: dict[str, str], stop_at: float | None = None, zygotes: Any = None,
+                 alone_because: str | None = None) -> dict[str, Any]:
         from verify.harness.parent import GpuGate
 
         gpu = env["CUDA_VISIBLE_DEVICES"]
@@ -305,7 +306,7 @@ def test_no_job_starts_after_the_time_budget(tmp_path: Path, monkeypatch: pytest
 
 def test_a_hard_stop_ends_running_jobs_unreported_and_keeps_the_finished(monkeypatch: pytest.MonkeyPatch) -> None:
     def verify(job: VerifyJob, options: VerifyOptions, *, build: BuildResult | None, env: dict[str, str],
-               stop_at: float | None = None, zygotes: Any = None) -> dict[str, Any]:
+               stop_at: float | None = None, zygotes: Any = None, alone_because: str | None = None) -> dict[str, Any]:
         if job.key == "quick":
             return {"status": "passed"}
         assert stop_at is not None
@@ -319,8 +320,90 @@ def test_a_hard_stop_ends_running_jobs_unreported_and_keeps_the_finished(monkeyp
     got: list[str] = []
     started = time.monotonic()
     batch.run(lambda f: got.append(f.job.key))
-    assert got == ["quick"] and batch.stopped == ["slow"]
+    assert got == ["quick"] and [(s.job.key, s.gpu, s.exclusive) for s in batch.stopped] == [("slow", "0", False)]
+    assert 0.1 < batch.stopped[0].seconds < 10
     assert time.monotonic() - started < 10
+
+
+def test_jobs_stopped_before_go_first_and_alone_and_a_stop_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[tuple[str, str]] = []
+
+    def verify(job: VerifyJob, options: VerifyOptions, *, build: BuildResult | None, env: dict[str, str],
+               stop_at: float | None = None, zygotes: Any = None, alone_because: str | None = None) -> dict[str, Any]:
+        started.append((job.key, alone_because or env["KA_GPU_GATE_MODE"]))
+        if job.key == "heavy":
+            assert stop_at is not None
+            time.sleep(max(0.0, stop_at - time.time()))
+            raise BatchStopped("stopped at the batch's time limit")
+        return {"status": "passed"}
+
+    monkeypatch.setattr(workers, "verify_one", verify)
+    monkeypatch.delenv("KA_GPU_GATE_MODE", raising=False)
+    jobs = [job("a"), job("c", kernel=HONEST + "# c\n"), job("b", kernel=HONEST + "# b\n"),
+            job("heavy", kernel=HONEST + "# heavy\n")]
+    batch = LocalBatch(jobs, VerifyOptions(), gpus=["0"], compile_workers=1, cache=None, slots=1,
+                       stop_at=time.time() + 0.3, exclusive={"c", "heavy"})
+    got: list[str] = []
+    batch.run(lambda f: got.append(f.job.key))
+    # Each group in plan order; the one slot stops at "heavy", so "a" and "b" wait for the resume.
+    assert started == [("c", workers.STOPPED_BEFORE), ("heavy", workers.STOPPED_BEFORE)] and got == ["c"]
+    assert [(s.job.key, s.gpu, s.exclusive) for s in batch.stopped] == [("heavy", "0", True)]
+    started.clear()
+    LocalBatch(jobs[:3], VerifyOptions(), gpus=["0"], compile_workers=1, cache=None, slots=1).run(lambda f: None)
+    assert started == [("a", "shared"), ("c", "shared"), ("b", "shared")]
+
+
+def test_a_script_killed_while_sharing_its_gpu_runs_once_more_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+
+    def run(*args: Any, env: dict[str, str], **kwargs: Any) -> dict[str, Any]:
+        calls.append(env["KA_GPU_GATE_MODE"])
+        if outcomes[len(calls) - 1] == "killed":
+            raise ScriptKilled("the eval script exited with code -9 and wrote no report:\n", 9)
+        if outcomes[len(calls) - 1] == "crashed":
+            raise VerifyError("the eval script exited with code 3 and wrote no report:\n")
+        return {"status": "flagged", "gate": {"mode": env["KA_GPU_GATE_MODE"]}}
+
+    monkeypatch.setattr(workers, "verify_code", run)
+    env = {"KA_GPU_GATE_MODE": "shared"}
+    outcomes = ["killed", "flagged"]
+    report = workers.verify_one(job("a"), VerifyOptions(), build=None, env=env)
+    assert calls == ["shared", "exclusive"] and report["status"] == "flagged"
+    assert report["gate"] == {"mode": "exclusive", "rerun": "killed by signal 9 while sharing the GPU"}
+    calls.clear()
+    outcomes = ["killed", "killed"]
+    report = workers.verify_one(job("a"), VerifyOptions(), build=None, env=env)
+    assert calls == ["shared", "exclusive"] and report["status"] == "error" and "code -9" in report["error"]
+    assert report["gate"] == {"rerun": "killed by signal 9 while sharing the GPU"}
+    for first, because, expected in (("killed", workers.STOPPED_BEFORE, ["exclusive"]),
+                                     ("crashed", None, ["shared"])):
+        calls.clear()
+        outcomes = [first, "flagged"]
+        report = workers.verify_one(job("a"), VerifyOptions(), build=None, env=env, alone_because=because)
+        assert calls == expected and report["status"] == "error"
+    calls.clear()
+    outcomes = ["flagged"]
+    report = workers.verify_one(job("a"), VerifyOptions(), build=None, env=env)
+    assert calls == ["shared"] and report == {"status": "flagged", "gate": {"mode": "shared"}}
+
+
+def test_the_pipeline_passes_exclusive_keys_on_and_hands_back_the_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: dict[str, Any] = {}
+
+    class Batch:
+        def __init__(self, jobs: list[VerifyJob], options: VerifyOptions, **kwargs: Any) -> None:
+            seen.update(kwargs, jobs=[j.key for j in jobs])
+            self.stopped = [workers.Stopped(jobs[0], "0", 12.5, True)]
+
+        def run(self, on_finished: Any) -> None:
+            pass
+
+    monkeypatch.setattr(workers, "LocalBatch", Batch)
+    stopped: list[workers.Stopped] = []
+    verify_jobs([job("a"), job("b", kernel=HONEST + "# b\n")], VerifyOptions(device="cpu"), lambda j, r: None,
+                gpus=1, build_cache=False, exclusive={"a"}, on_stopped=stopped.append, stop_after_s=60)
+    assert seen["exclusive"] == {"a"} and seen["jobs"] == ["a", "b"] and seen["stop_at"] is not None
+    assert [(s.job.key, s.seconds, s.exclusive) for s in stopped] == [("a", 12.5, True)]
 
 
 def test_a_script_past_the_batch_stop_raises_batch_stopped_not_an_error(tmp_path: Path) -> None:
@@ -337,19 +420,33 @@ def test_a_script_past_the_batch_stop_raises_batch_stopped_not_an_error(tmp_path
     crashing.write_text("raise SystemExit(3)\n")
     with pytest.raises(VerifyError, match="code 3"):
         run_script(crashing, options, stop_at=time.time() + 60)
+    killed = tmp_path / "killed.py"
+    killed.write_text("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n")
+    with pytest.raises(ScriptKilled, match="code -9") as raised:
+        run_script(killed, options)
+    assert raised.value.signal == 9
+    with pytest.raises(VerifyError) as crashed:
+        run_script(crashing, options)
+    assert not isinstance(crashed.value, ScriptKilled)
 
 
-def test_a_ray_verification_stopped_by_the_batch_returns_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("exclusive", [False, True])
+def test_a_ray_verification_stopped_by_the_batch_returns_where_and_how_it_ran(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exclusive: bool) -> None:
     from verify.batch import ray_backend
 
     def stopped(*args: Any, **kwargs: Any) -> dict[str, Any]:
         assert kwargs["stop_at"] == 123.0
+        assert kwargs["env"]["KA_GPU_GATE_MODE"] == "shared"
+        assert kwargs["alone_because"] == (workers.STOPPED_BEFORE if exclusive else None)
         raise BatchStopped("stopped at the batch's time limit")
 
     monkeypatch.setattr(ray_backend, "verify_one", stopped)
+    monkeypatch.delenv("KA_GPU_GATE_MODE", raising=False)
     result = ray_backend._verify_task(job("a"), VerifyOptions(device="cpu"), str(tmp_path), TOOLCHAIN, None,
-                                      ("b1", "k" * 64), 123.0)
-    assert result is None
+                                      ("b1", "k" * 64), 123.0, exclusive)
+    assert isinstance(result, workers.Stopped) and result.job.key == "a" and result.exclusive is exclusive
+    assert result.gpu.endswith(":cpu") and result.seconds >= 0
 
 
 def test_a_build_stopped_by_the_batch_leaves_no_marker(tmp_path: Path) -> None:

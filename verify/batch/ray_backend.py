@@ -7,7 +7,8 @@ a task holding half of one of Ray's GPUs (Ray sets ``CUDA_VISIBLE_DEVICES``; the
 keeps the two tasks' GPU work apart and they share the task's baselines, as in the local batch): it
 unpacks the build into its own node's cache when that lacks it, runs the eval script exactly as the local
 batch does, and returns the report. The driver hands reports to ``on_result`` as they complete, so the archive, the resume and the
-progress display are the local batch's. Without ``cuda`` (CPU tests) a verification takes one CPU. A Ray worker
+progress display are the local batch's, and so is ``exclusive``: those jobs are submitted first and hold their GPU
+alone throughout. Without ``cuda`` (CPU tests) a verification takes one CPU. A Ray worker
 process runs one task at a time and stays for the next, so it keeps a zygote for its scripts as a local slot does
 (``verify.batch.zygotes``).
 
@@ -27,12 +28,21 @@ import tarfile
 import tempfile
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from verify.batch.build_cache import MARKER, BuildCache, BuildResult, Toolchain
-from verify.batch.workers import SLOTS_PER_GPU, Finished, batch_record, gate_environment, verify_one
+from verify.batch.workers import (
+    SLOTS_PER_GPU,
+    STOPPED_BEFORE,
+    Finished,
+    Stopped,
+    batch_record,
+    exclusive_first,
+    gate_environment,
+    verify_one,
+)
 from verify.batch.zygotes import SlotZygotes, slot_zygotes_enabled
 from verify.harness.parent import scrubbed_environment
 from verify.runner import BatchStopped
@@ -121,7 +131,7 @@ def worker_zygotes(python: str, env: dict[str, str]) -> SlotZygotes:
 
 def _verify_task(job: VerifyJob, options: VerifyOptions, root: str, toolchain: Toolchain,
                  built: tuple[BuildResult, bytes | None] | None, batch: tuple[str, str],
-                 stop_at: float | None = None) -> Finished | None:
+                 stop_at: float | None = None, exclusive: bool = False) -> Finished | Stopped:
     options.python = sys.executable
     cache = BuildCache(root, toolchain)
     build = None
@@ -139,9 +149,10 @@ def _verify_task(job: VerifyJob, options: VerifyOptions, root: str, toolchain: T
     t0 = time.monotonic()
     try:
         report = verify_one(job, options, build=build, env=env, stop_at=stop_at,
-                            zygotes=worker_zygotes(options.python, env))
+                            zygotes=worker_zygotes(options.python, env),
+                            alone_because=STOPPED_BEFORE if exclusive else None)
     except BatchStopped:
-        return None
+        return Stopped(job, f"{_node()}:{gpu}", time.monotonic() - t0, exclusive)
     seconds = time.monotonic() - t0
     report["batch"] = batch_record(build, f"{_node()}:{gpu}", seconds)
     return Finished(job, report, build, gpu, seconds)
@@ -168,14 +179,16 @@ def _node() -> str:
 def run_ray_batch(jobs: list[VerifyJob], options: VerifyOptions, on_finished: Callable[[Finished], None], *,
                   address: str, cache_root: str | os.PathLike[str], toolchain: Toolchain, build: bool = True,
                   init: dict[str, Any] | None = None, deadline: float | None = None,
-                  stop_at: float | None = None, slots: int = SLOTS_PER_GPU) -> None:
+                  stop_at: float | None = None, slots: int = SLOTS_PER_GPU,
+                  exclusive: Collection[str] = ()) -> list[Stopped]:
     """Verify ``jobs`` on the Ray cluster at ``address`` (``local``: a Ray started here).
 
     Builds are all submitted at once (a CPU node builds ahead of the GPUs); verifications only as GPU slots
     free up, so with a ``deadline`` (``time.monotonic()`` seconds) none starts after it, the builds not yet
     needed are cancelled and the call returns when the running verifications end, as the local batch does.
     With ``stop_at`` (a ``time.time()``; the nodes' clocks are assumed in step) the verifications still
-    running then stop on their nodes and are not reported.
+    running then stop on their nodes and are not reported; the call returns them. The jobs keyed in ``exclusive``
+    are submitted first and hold their GPU alone throughout (``verify.batch.workers.LocalBatch``).
     """
     import ray
 
@@ -184,11 +197,14 @@ def run_ray_batch(jobs: list[VerifyJob], options: VerifyOptions, on_finished: Ca
         ray.init(**ray_init_arguments(address, **(init or {})))
     batch = (secrets.token_hex(8), secrets.token_hex(32))
     root = str(cache_root)
+    stopped: list[Stopped] = []
     try:
         # ``slots`` verifications per GPU, as in the local batch: the gate keeps their GPU work apart.
         gpu_resources = {"num_gpus": 1 / slots, "num_cpus": 1} if options.device == "cuda" else {"num_cpus": 1}
         build_remote = ray.remote(num_cpus=2, max_retries=1)(_build_task)
         verify_remote = ray.remote(max_retries=0, **gpu_resources)(_verify_task)
+        exclusive = frozenset(exclusive)
+        jobs = exclusive_first(jobs, exclusive)
         builds = [build_remote.remote(job, options, root, toolchain) if build else None for job in jobs]
         window = 2 * _slots(ray.cluster_resources(), options.device, slots)
         queue = deque(zip(jobs, builds, strict=True))
@@ -201,18 +217,22 @@ def run_ray_batch(jobs: list[VerifyJob], options: VerifyOptions, on_finished: Ca
                 queue.clear()
             while queue and len(pending) < window:
                 job, built_ref = queue.popleft()
-                pending[verify_remote.remote(job, options, root, toolchain, built_ref, batch, stop_at)] = job
+                pending[verify_remote.remote(job, options, root, toolchain, built_ref, batch, stop_at,
+                                             job.key in exclusive)] = job
             if not pending:
                 break
             timeout = None if deadline is None or not queue else max(0.05, deadline - time.monotonic())
             ready, _ = ray.wait(list(pending), num_returns=1, timeout=timeout)
             for ref in ready:
                 pending.pop(ref)
-                if (finished := ray.get(ref)) is not None:
-                    on_finished(finished)
+                if isinstance(result := ray.get(ref), Stopped):
+                    stopped.append(result)
+                else:
+                    on_finished(result)
     finally:
         if started_here:
             ray.shutdown()
         if address == "local":
             # On a cluster each node's ``batches`` folder keeps the batch's locks and baselines (small).
             shutil.rmtree(Path(root) / "batches" / f"ka-batch-{batch[0]}", ignore_errors=True)
+    return stopped

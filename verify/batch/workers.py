@@ -11,6 +11,10 @@ runs two verifications' GPU work at once. Either way the scripts without a seat 
 torch or judge meanwhile. ``KA_BASELINE_CACHE`` names the GPU's
 baseline folder, so a task's baselines are measured once per GPU (``verify.harness.parent.BaselineCache``);
 the script's isolation (trusted child, candidate children, parent judging) is exactly the single kernel's.
+The jobs named ``exclusive`` (kernels an earlier batch stopped at its hard limit) go first and hold their GPU
+alone throughout, whatever the batch's mode: heavy verifications sharing one GPU can all finish late, and under a
+hard limit none might ever finish (``Stopped``). A script killed by a signal while sharing its GPU is run once more,
+alone (``verify_one``).
 Reports come back to the calling thread, which hands each to ``on_result`` as it arrives (the archive write
 happens there, one at a time).
 
@@ -28,7 +32,7 @@ import secrets
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -36,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from verify.batch.build_cache import BuildCache, BuildResult, stop_prebuilds
 from verify.batch.zygotes import SlotZygotes
 from verify.harness.gate import parse_seats
-from verify.runner import BatchStopped, VerifyError, VerifyOptions, verify_code
+from verify.runner import BatchStopped, ScriptKilled, VerifyError, VerifyOptions, verify_code
 
 if TYPE_CHECKING:
     from verify.jobs import VerifyJob
@@ -186,27 +190,72 @@ class Finished:
     seconds: float
 
 
+@dataclass(frozen=True)
+class Stopped:
+    """A job the batch's hard limit stopped (unreported): where it ran, for how long, and whether alone.
+
+    A resumed batch passes such keys back as ``exclusive``. Heavy verifications sharing one GPU can all finish late:
+    in session 30 a pass of 39 level 3 kernels on one H200 (nine scripts, six seats) finished none in 457 s, so a
+    resume that shared the GPU the same way could stop the same kernels call after call.
+    """
+
+    job: VerifyJob
+    gpu: str
+    seconds: float
+    exclusive: bool = False
+
+
+def exclusive_first(jobs: list[VerifyJob], exclusive: Collection[str]) -> list[VerifyJob]:
+    """``jobs`` with those keyed in ``exclusive`` first, each group in its own order.
+
+    Example:
+        >>> from verify.jobs import VerifyJob
+        >>> jobs = [VerifyJob(key=k, task_code="t", kernel_code=k, form="model-new") for k in "abcd"]
+        >>> [j.key for j in exclusive_first(jobs, {"c", "d"})]
+        ['c', 'd', 'a', 'b']
+    """
+    return sorted(jobs, key=lambda job: job.key not in exclusive)
+
+
+STOPPED_BEFORE = "stopped at an earlier batch's time limit while sharing the GPU"
+"""Why a job of ``exclusive`` holds its GPU alone (its report's ``gate.rerun``)."""
+
+
 def verify_one(job: VerifyJob, options: VerifyOptions, *, build: BuildResult | None,
                env: dict[str, str], stop_at: float | None = None,
-               zygotes: SlotZygotes | None = None) -> dict[str, Any]:
+               zygotes: SlotZygotes | None = None, alone_because: str | None = None) -> dict[str, Any]:
     """Run one job's eval script (in its build folder when there is one); an error report if it gave none.
 
-    With ``zygotes`` the script forks its children from the slot's zygote (``verify.batch.zygotes``).
+    With ``zygotes`` the script forks its children from the slot's zygote (``verify.batch.zygotes``). With
+    ``alone_because`` the script holds its GPU alone throughout, and its report's ``gate.rerun`` says why. A script
+    killed by a signal while sharing its GPU (``verify.runner.ScriptKilled``: on a loaded host, most often the
+    out-of-memory killer) is run once more, alone; killed again, its error report stands.
 
     Raises:
         verify.runner.BatchStopped: the batch's hard limit ``stop_at`` (a ``time.time()``) stopped it.
     """
     from verify.jobs import error_report
 
-    try:
-        with zygotes.for_script() if zygotes is not None else contextlib.nullcontext(({}, ())) as (extra, fds):
-            report = verify_code(job.task_code, job.kernel_code, job.form, options,
-                                 functional_code=job.functional_code, meta=job.meta,
-                                 build_dir=build.entry if build else None,
-                                 env=env | {"KA_DIE_WITH_PARENT": "1"} | extra, stop_at=stop_at, pass_fds=fds)
-    except (ValueError, VerifyError) as error:
-        report = error_report(job, error)
-    return report
+    while True:
+        run_env = env | ({"KA_GPU_GATE_MODE": "exclusive"} if alone_because else {})
+        try:
+            with zygotes.for_script() if zygotes is not None else contextlib.nullcontext(({}, ())) as (extra, fds):
+                report = verify_code(job.task_code, job.kernel_code, job.form, options,
+                                     functional_code=job.functional_code, meta=job.meta,
+                                     build_dir=build.entry if build else None,
+                                     env=run_env | {"KA_DIE_WITH_PARENT": "1"} | extra, stop_at=stop_at,
+                                     pass_fds=fds)
+        except ScriptKilled as error:
+            if alone_because or run_env.get("KA_GPU_GATE_MODE") == "exclusive":
+                report = error_report(job, error)
+            else:
+                alone_because = f"killed by signal {error.signal} while sharing the GPU"
+                continue
+        except (ValueError, VerifyError) as error:
+            report = error_report(job, error)
+        if alone_because:
+            report.setdefault("gate", {}).setdefault("rerun", alone_because)
+        return report
 
 
 def batch_record(build: BuildResult | None, gpu: str, seconds: float) -> dict[str, Any]:
@@ -221,24 +270,25 @@ class LocalBatch:
 
     def __init__(self, jobs: list[VerifyJob], options: VerifyOptions, *, gpus: list[str],
                  compile_workers: int | None = None, cache: BuildCache | None, deadline: float | None = None,
-                 stop_at: float | None = None, slots: int | None = None) -> None:
+                 stop_at: float | None = None, slots: int | None = None, exclusive: Collection[str] = ()) -> None:
         self.slots = max(1, slots or default_slots(len(gpus)))
         self.seats = gpu_seats(len(gpus))
         self._gates = tempfile.TemporaryDirectory(prefix="ka-gpu-gates-")
         self._baseline_key = secrets.token_hex(32)
-        self.jobs = jobs
+        self.exclusive = frozenset(exclusive)
+        self.jobs = exclusive_first(jobs, self.exclusive)
         self.options = options
         self.gpus = gpus
         self.compile_workers = max(1, compile_workers or default_compile_workers(len(gpus), min(self.slots, self.seats)))
         self.cache = cache
         self._builds: dict[str, Future[BuildResult]] = {}
-        self._pending = list(jobs)
+        self._pending = list(self.jobs)
         self._cond = threading.Condition()
         self._results: queue.Queue[Finished | BaseException | None] = queue.Queue()
         self._stop = threading.Event()
         self.deadline = deadline
         self.stop_at = stop_at
-        self.stopped: list[str] = []
+        self.stopped: list[Stopped] = []
 
     def _next_job(self) -> VerifyJob | None:
         """The first job (plan order) whose build is over; waits for one; None when all are taken."""
@@ -265,12 +315,13 @@ class LocalBatch:
                 while (job := self._next_job()) is not None:
                     future = self._builds.get(job.key)
                     build = future.result() if future is not None and future.exception() is None else None
+                    alone = job.key in self.exclusive
                     t0 = time.monotonic()
                     try:
                         report = verify_one(job, self.options, build=build, env=env, stop_at=self.stop_at,
-                                            zygotes=zygotes)
+                                            zygotes=zygotes, alone_because=STOPPED_BEFORE if alone else None)
                     except BatchStopped:
-                        self.stopped.append(job.key)
+                        self.stopped.append(Stopped(job, gpu, time.monotonic() - t0, alone))
                         break
                     seconds = time.monotonic() - t0
                     report["batch"] = batch_record(build, gpu, seconds)
@@ -288,7 +339,7 @@ class LocalBatch:
 
         With a ``deadline`` (``time.monotonic()`` seconds) no job starts after it; with ``stop_at`` (a
         ``time.time()``) the jobs still running then are stopped (``stopped`` lists them). Neither kind is
-        reported, and a later batch picks them up (resume).
+        reported, and a later batch picks them up (resume), which should name the stopped ones ``exclusive``.
         """
         pool = ThreadPoolExecutor(self.compile_workers, thread_name_prefix="ka-build") if self.cache else None
         threads: list[threading.Thread] = []
