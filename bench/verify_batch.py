@@ -205,9 +205,10 @@ def run_pass(name: str, jobs: list[VerifyJob], options: VerifyOptions, out: Path
         recorder.stopped.append(item)
         with stopped_path.open("a") as out_file:
             out_file.write(json.dumps({"key": item.job.key, "gpu": item.gpu, "seconds": round(item.seconds, 1),
-                                       "exclusive": item.exclusive}) + "\n")
+                                       "exclusive": item.exclusive, "marks": item.marks}) + "\n")
+        last = f", its last mark {item.marks[-1][1]} at {item.marks[-1][0]:.0f}s" if item.marks else ""
         print(f"  {item.job.key:<10} stopped at the limit after {item.seconds:.0f}s"
-              + (" (alone on its GPU)" if item.exclusive else ""), file=sys.stderr, flush=True)
+              + (" alone on its GPU" if item.exclusive else "") + last, file=sys.stderr, flush=True)
 
     before = host_cpu_s()
     verify_jobs(todo, options, recorder, force=True, gpus=gpus, compile_workers=compile_workers,

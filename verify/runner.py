@@ -78,7 +78,12 @@ class ScriptKilled(VerifyError):
 
 class BatchStopped(RuntimeError):
     """The script was stopped at its batch's hard time limit (``stop_at``): no verdict, and no error either;
-    a resumed batch verifies the kernel again."""
+    a resumed batch verifies the kernel again. ``marks`` are the parent's timeline marks it had passed (seconds
+    since its start, name): how far it got."""
+
+    def __init__(self, message: str, marks: list[tuple[float, str]] | None = None) -> None:
+        super().__init__(message)
+        self.marks = marks or []
 
 
 def run_script(script: Path, options: VerifyOptions, *, build_dir: str | os.PathLike[str] | None = None,
@@ -96,6 +101,8 @@ def run_script(script: Path, options: VerifyOptions, *, build_dir: str | os.Path
             signal ended the script).
         BatchStopped: ``stop_at`` came first.
     """
+    from verify.harness.parent import MARKS_FILE_ENV, read_marks
+
     timeout = options.timeout()
     if stop_at is not None:
         remaining = stop_at - time.time()
@@ -104,6 +111,9 @@ def run_script(script: Path, options: VerifyOptions, *, build_dir: str | os.Path
         timeout = min(timeout, remaining)
     with tempfile.TemporaryDirectory(prefix="ka-verify-report-") as folder:
         report_path = Path(folder) / "report.json"
+        marks_path = Path(folder) / "marks.tsv"
+        if stop_at is not None:
+            env = (env or {}) | {MARKS_FILE_ENV: str(marks_path)}
         command = [options.python, str(script), "--json", "--report", str(report_path), *options.arguments()]
         if build_dir is not None:
             command += ["--build-dir", str(build_dir)]
@@ -114,7 +124,8 @@ def run_script(script: Path, options: VerifyOptions, *, build_dir: str | os.Path
             raise VerifyError(f"cannot run {options.python!r}: {error}; pass --python PATH to a Python with torch") from None
         except subprocess.TimeoutExpired:
             if timeout < options.timeout():
-                raise BatchStopped(f"stopped at the batch's time limit after {timeout:.0f}s") from None
+                raise BatchStopped(f"stopped at the batch's time limit after {timeout:.0f}s",
+                                   read_marks(marks_path)) from None
             raise VerifyError(f"the eval script ran past {options.timeout():.0f}s and was stopped") from None
         if not report_path.is_file():
             tail = (done.stderr or done.stdout or "")[-2000:]

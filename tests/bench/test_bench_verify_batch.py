@@ -127,6 +127,11 @@ def test_kernels_the_hard_limit_stops_are_listed_then_verified_first_and_alone_o
     stopped = [json.loads(line) for line in (out / "stopped-cold.jsonl").read_text().splitlines()]
     assert sorted(s["key"] for s in stopped) == ["L1-T1", "L1-T2"]
     assert all(s["exclusive"] is False and 0 <= s["seconds"] < 60 for s in stopped)
+    # How far each got: the parent's marks, in order, none after the stop.
+    for entry in stopped:
+        times = [at for at, _ in entry["marks"]]
+        assert times == sorted(times) and all(0 <= at <= entry["seconds"] for at in times)
+        assert all(isinstance(name, str) and name for _, name in entry["marks"])
     assert "stopped at the limit after" in first.stderr
     second = subprocess.run([*command, "--budget-s", "400"], capture_output=True, text=True, cwd=REPO, timeout=900,
                             check=False)

@@ -408,12 +408,15 @@ def test_the_pipeline_passes_exclusive_keys_on_and_hands_back_the_stopped(monkey
 
 def test_a_script_past_the_batch_stop_raises_batch_stopped_not_an_error(tmp_path: Path) -> None:
     script = tmp_path / "eval_kernel.py"
-    script.write_text("import time\ntime.sleep(60)\n")
+    # As the parent's MarkLog does: each mark a line of the file the batch names, before the stop.
+    script.write_text("import os, time\nwith open(os.environ['KA_MARKS_FILE'], 'a') as out:\n"
+                      "    out.write('0.125\\tgpu-gate\\n1.5\\tgate:run:alone\\n2.')\ntime.sleep(60)\n")
     options = VerifyOptions(device="cpu", python=sys.executable)
     started = time.monotonic()
-    with pytest.raises(BatchStopped, match="time limit"):
-        run_script(script, options, stop_at=time.time() + 0.5)
+    with pytest.raises(BatchStopped, match="time limit") as stopped:
+        run_script(script, options, stop_at=time.time() + 3)
     assert time.monotonic() - started < 30
+    assert stopped.value.marks == [(0.125, "gpu-gate"), (1.5, "gate:run:alone")]
     with pytest.raises(BatchStopped, match="had passed"):
         run_script(script, options, stop_at=time.time() - 1)
     crashing = tmp_path / "crash.py"

@@ -151,8 +151,8 @@ def _verify_task(job: VerifyJob, options: VerifyOptions, root: str, toolchain: T
         report = verify_one(job, options, build=build, env=env, stop_at=stop_at,
                             zygotes=worker_zygotes(options.python, env),
                             alone_because=STOPPED_BEFORE if exclusive else None)
-    except BatchStopped:
-        return Stopped(job, f"{_node()}:{gpu}", time.monotonic() - t0, exclusive)
+    except BatchStopped as stop:
+        return Stopped(job, f"{_node()}:{gpu}", time.monotonic() - t0, exclusive, tuple(stop.marks))
     seconds = time.monotonic() - t0
     report["batch"] = batch_record(build, f"{_node()}:{gpu}", seconds)
     return Finished(job, report, build, gpu, seconds)

@@ -192,7 +192,7 @@ class Finished:
 
 @dataclass(frozen=True)
 class Stopped:
-    """A job the batch's hard limit stopped (unreported): where it ran, for how long, and whether alone.
+    """A job the batch's hard limit stopped (unreported): where it ran, for how long, whether alone, how far it got.
 
     A resumed batch passes such keys back as ``exclusive``. Heavy verifications sharing one GPU can all finish late:
     in session 30 a pass of 39 level 3 kernels on one H200 (nine scripts, six seats) finished none in 457 s, so a
@@ -203,6 +203,8 @@ class Stopped:
     gpu: str
     seconds: float
     exclusive: bool = False
+    marks: tuple[tuple[float, str], ...] = ()
+    """The script's parent's timeline marks up to the stop (``verify.runner.BatchStopped.marks``)."""
 
 
 def exclusive_first(jobs: list[VerifyJob], exclusive: Collection[str]) -> list[VerifyJob]:
@@ -320,8 +322,8 @@ class LocalBatch:
                     try:
                         report = verify_one(job, self.options, build=build, env=env, stop_at=self.stop_at,
                                             zygotes=zygotes, alone_because=STOPPED_BEFORE if alone else None)
-                    except BatchStopped:
-                        self.stopped.append(Stopped(job, gpu, time.monotonic() - t0, alone))
+                    except BatchStopped as stop:
+                        self.stopped.append(Stopped(job, gpu, time.monotonic() - t0, alone, tuple(stop.marks)))
                         break
                     seconds = time.monotonic() - t0
                     report["batch"] = batch_record(build, gpu, seconds)

@@ -669,7 +669,7 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
     log: list[str] = []
     python = [sys.executable, script]
     t_start = time.monotonic()
-    marks: list[tuple[float, str]] = []
+    marks: list[tuple[float, str]] = MarkLog(os.environ.get(MARKS_FILE_ENV), t_start)
     # Behind a shared gate each child asks for the GPU alone around its timed work (verify.harness.gate).
     keepers = {role: GateKeeper(gate, str(root / f"gate-{role}"), role, marks=marks) if gate.sharing else None
                for role in ("trusted", "run")}
@@ -880,6 +880,57 @@ def _import_torch() -> None:
         # barrier on every elementwise op cost more than it gave (33.5M elements: 1.1 s on one thread, 29.7 s on
         # two on a loaded 2-core host).
         torch.set_num_threads(int(os.environ.get("KA_JUDGE_THREADS", JUDGE_THREADS)))
+
+
+MARKS_FILE_ENV = "KA_MARKS_FILE"
+"""A file the parent appends each of its timeline marks to as it passes it (``MarkLog``); a batch sets it, so a script
+it stops at its time limit still says how far it got (``verify.runner.BatchStopped.marks``)."""
+
+
+class MarkLog(list[tuple[float, str]]):
+    """The parent's timeline marks; with a ``path`` each is also appended to that file as it is made, as seconds
+    since ``origin``, a tab and the mark.
+
+    Example:
+        >>> import tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "marks.tsv")
+        >>> marks = MarkLog(path, 10.0)
+        >>> marks.append((12.5, "gpu-gate"))
+        >>> marks, open(path).read()
+        ([(12.5, 'gpu-gate')], '2.500\\tgpu-gate\\n')
+    """
+
+    def __init__(self, path: str | None, origin: float) -> None:
+        super().__init__()
+        self.path = path
+        self.origin = origin
+
+    def append(self, mark: tuple[float, str]) -> None:
+        """Keep ``mark`` (``(time.monotonic(), name)``) and write it to the file."""
+        super().append(mark)
+        if self.path:
+            with contextlib.suppress(OSError), open(self.path, "a") as out:
+                out.write(f"{mark[0] - self.origin:.3f}\t{mark[1]}\n")
+
+
+def read_marks(path: str | os.PathLike[str]) -> list[tuple[float, str]]:
+    """The marks a ``MarkLog`` wrote (none when there is no file; a line cut short is left out).
+
+    Example:
+        >>> import tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "marks.tsv")
+        >>> _ = open(path, "w").write("1.250\\tgpu-gate\\n3.5")
+        >>> read_marks(path), read_marks(path + ".none")
+        ([(1.25, 'gpu-gate')], [])
+    """
+    marks: list[tuple[float, str]] = []
+    with contextlib.suppress(OSError):
+        for line in Path(path).read_text().splitlines():
+            at, _, name = line.partition("\t")
+            with contextlib.suppress(ValueError):
+                if name:
+                    marks.append((float(at), name))
+    return marks
 
 
 def timeline(t_start: float, children: list[ChildReport],
