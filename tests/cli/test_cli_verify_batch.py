@@ -42,7 +42,7 @@ class FakeVerify:
         self.lock = threading.Lock()
 
     def __call__(self, job: VerifyJob, options: Any, *, build: Any, env: dict[str, str],
-                 stop_at: float | None = None, zygotes: Any = None) -> dict[str, Any]:
+                 stop_at: float | None = None, zygotes: Any = None, alone_because: str | None = None) -> dict[str, Any]:
         with self.lock:
             self.ran.append(job.key)
         return _report("passed")
