@@ -55,7 +55,7 @@ A whole release does not fit one device call, so a run can go on in the next one
 ``OUT/reports-cold.jsonl`` and verifies only the kernels it does not hold yet, and ``--build-cache DIR``
 (default: a fresh temporary folder, so the first pass is cold) keeps the builds between calls. The kernels
 ``--grace-s`` stops are appended to ``OUT/stopped-cold.jsonl``, and a ``--resume`` pass verifies those first, each
-holding its GPU alone: heavy kernels that share a GPU all finish late, and in session 30 a pass of 39 level 3 kernels
+holding its GPU alone: heavy kernels that share a GPU can all finish late, and in session 30 a pass of 39 level 3 kernels
 on one H200 finished none before its limit (``stopped_cold``, ``exclusive_cold`` and ``exclusive_finished_cold``
 count the pass's stopped kernels, those it verified alone, and those of them it finished). This is how
 the CUDA-L1 H100 reproduction runs on a machine without the archive::
