@@ -156,12 +156,7 @@ class Recorder:
 
 def stopped_keys(path: Path) -> set[str]:
     """Keys an earlier pass's hard limit stopped, from its ``stopped-NAME.jsonl`` (none when there is no file)."""
-    keys: set[str] = set()
-    if path.is_file():
-        for line in path.read_text().splitlines():
-            with contextlib.suppress(ValueError, KeyError, TypeError):
-                keys.add(json.loads(line)["key"])
-    return keys
+    return {row["key"] for row in json_rows(path)} if path.is_file() else set()
 
 
 def stored_keys(path: Path) -> set[str]:
@@ -171,12 +166,18 @@ def stored_keys(path: Path) -> set[str]:
 
 def read_reports(path: Path) -> dict[str, dict[str, Any]]:
     """Each key's report in a JSON Lines file the bench wrote (a line cut short by a kill is ignored)."""
-    reports: dict[str, dict[str, Any]] = {}
+    return {row["key"]: row["report"] for row in json_rows(path) if "report" in row}
+
+
+def json_rows(path: Path) -> list[dict[str, Any]]:
+    """The rows of a JSON Lines file the bench wrote that hold a ``key`` (a line cut short by a kill is ignored)."""
+    rows = []
     for line in path.read_text().splitlines():
-        with contextlib.suppress(ValueError, KeyError, TypeError):
+        with contextlib.suppress(ValueError):
             row = json.loads(line)
-            reports[row["key"]] = row["report"]
-    return reports
+            if isinstance(row, dict) and isinstance(row.get("key"), str):
+                rows.append(row)
+    return rows
 
 
 def run_pass(name: str, jobs: list[VerifyJob], options: VerifyOptions, out: Path, *, gpus: str | None,

@@ -78,7 +78,7 @@ def verify_jobs(
         stop_after_s: batch only: stop the kernels still running after this many seconds; they are not
             reported (no verdict, no error), so a resume verifies them again.
         exclusive: batch only: keys verified first, each holding its GPU alone throughout (pass the kernels an
-            earlier batch stopped: heavy verifications that share a GPU all finish late, so under a hard limit
+            earlier batch stopped: heavy verifications that share a GPU can all finish late, so under a hard limit
             a resumed batch could otherwise stop the same kernels again and again).
         on_stopped: batch only: told about each kernel ``stop_after_s`` stopped (``verify.batch.workers.Stopped``).
 

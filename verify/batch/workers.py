@@ -248,11 +248,10 @@ def verify_one(job: VerifyJob, options: VerifyOptions, *, build: BuildResult | N
                                      env=run_env | {"KA_DIE_WITH_PARENT": "1"} | extra, stop_at=stop_at,
                                      pass_fds=fds)
         except ScriptKilled as error:
-            if alone_because or run_env.get("KA_GPU_GATE_MODE") == "exclusive":
-                report = error_report(job, error)
-            else:
+            if run_env.get("KA_GPU_GATE_MODE") != "exclusive":
                 alone_because = f"killed by signal {error.signal} while sharing the GPU"
                 continue
+            report = error_report(job, error)
         except (ValueError, VerifyError) as error:
             report = error_report(job, error)
         if alone_because:
