@@ -359,6 +359,51 @@ def test_a_verification_out_of_gpu_memory_while_sharing_runs_again_alone(tmp_pat
     assert {n for n, c in report["checks"].items() if c["verdict"] == "fail"} <= {"not-a-kernel"}
 
 
+def _dies_once(marker: Path, how: str, when: str = "True") -> str:
+    return (f"import os, signal\n        if {when} and not os.path.exists({str(marker)!r}):\n"
+            f"            open({str(marker)!r}, 'w').close()\n            os.kill(os.getpid(), signal.{how})\n")
+
+
+def test_a_verification_whose_child_the_host_killed_while_sharing_runs_again_alone(tmp_path: Path) -> None:
+    options = VerifyOptions(device="cpu", trials=2, shape_probe=False)
+    env = {"KA_GPU_GATE": str(tmp_path / "gpu-0.lock"), "KA_GPU_GATE_MODE": "shared"}
+    # The reference's float64 pass runs only in the trusted child: it dies as the out-of-memory killer ends it.
+    task = TASK.replace("return torch.relu(self.lin(x))",
+                        _dies_once(tmp_path / "trusted-once", "SIGKILL", "x.dtype == torch.float64")
+                        + "        return torch.relu(self.lin(x))")
+    report = verify_code(task, HONEST, "model-new", options, env=env)
+    assert report["gate"] == {"mode": "exclusive", "rerun": "the trusted child was killed by SIGKILL while sharing the GPU"}
+    assert report["status"] == "flagged" and "killed" not in report
+    kernel = HONEST.replace("return torch.relu(self.lin(x))",
+                            _dies_once(tmp_path / "run-once", "SIGKILL") + "        return torch.relu(self.lin(x))")
+    report = verify_code(TASK, kernel, "model-new", options, env=env)
+    assert report["gate"] == {"mode": "exclusive", "rerun": "the run child was killed by SIGKILL while sharing the GPU"}
+    assert {n for n, c in report["checks"].items() if c["verdict"] == "fail"} <= {"not-a-kernel"}
+
+
+def test_a_child_that_crashes_or_is_killed_without_sharing_gets_no_second_run(tmp_path: Path) -> None:
+    options = VerifyOptions(device="cpu", trials=2, shape_probe=False)
+    shared = {"KA_GPU_GATE": str(tmp_path / "gpu-0.lock"), "KA_GPU_GATE_MODE": "shared"}
+    crash = HONEST.replace("return torch.relu(self.lin(x))",
+                           _dies_once(tmp_path / "segv", "SIGSEGV") + "        return torch.relu(self.lin(x))")
+    report = verify_code(TASK, crash, "model-new", options, env=shared)
+    assert report["gate"] == {"mode": "shared"} and report["killed"] == {"run": 11} and report["status"] == "failed"
+    killed = HONEST.replace("return torch.relu(self.lin(x))",
+                            _dies_once(tmp_path / "alone", "SIGKILL") + "        return torch.relu(self.lin(x))")
+    report = verify_code(TASK, killed, "model-new", options, env={"KA_GPU_GATE": str(tmp_path / "gpu-1.lock")})
+    assert report["gate"] == {"mode": "exclusive"} and report["killed"] == {"run": 9} and report["status"] == "failed"
+
+
+def test_a_kernel_that_kills_itself_every_time_gets_one_second_run_and_still_fails(tmp_path: Path) -> None:
+    kernel = HONEST.replace("return torch.relu(self.lin(x))",
+                            "import os, signal\n        os.kill(os.getpid(), signal.SIGKILL)\n"
+                            "        return torch.relu(self.lin(x))")
+    env = {"KA_GPU_GATE": str(tmp_path / "gpu-0.lock"), "KA_GPU_GATE_MODE": "shared"}
+    report = verify_code(TASK, kernel, "model-new", VerifyOptions(device="cpu", trials=2, shape_probe=False), env=env)
+    assert report["gate"] == {"mode": "exclusive", "rerun": "the run child was killed by SIGKILL while sharing the GPU"}
+    assert report["status"] == "failed" and report["killed"] == {"run": 9}
+
+
 CHILD_ASKING_FOR_THE_GPU = """
 import json, os, sys, time
 fd = int(sys.argv[sys.argv.index("--channel") + 1])

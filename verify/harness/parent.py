@@ -582,16 +582,41 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
     """Run every step and judge; the report dict.
 
     Behind a shared gate (``KA_GPU_GATE_MODE=shared``) a verification that ran out of GPU memory (another
-    verification's untimed work held some of it), failing or losing a baseline, runs once more with the GPU
-    alone, so sharing never decides a verdict; ``gate`` in the report says so.
+    verification's untimed work held some of it), failing or losing a baseline, or whose child was killed by the
+    host (``killed_by_host``), runs once more with the GPU alone, so sharing never decides a verdict; ``gate`` in
+    the report says so.
     """
     make_non_dumpable()
     gate = GpuGate.from_environment()
     report = _verify(args, embedded, script, gate)
-    if gate.sharing and out_of_memory(report):
+    why = None
+    if gate.sharing:
+        killed = killed_by_host(report)
+        why = ("out of GPU memory while sharing the GPU" if out_of_memory(report) else
+               f"the {killed} child was killed by SIGKILL while sharing the GPU" if killed else None)
+    if why:
         report = _verify(args, embedded, script, GpuGate(gate.path, "exclusive", gate.seats))
-        report["gate"] = {"mode": "exclusive", "rerun": "out of GPU memory while sharing the GPU"}
+        report["gate"] = {"mode": "exclusive", "rerun": why}
     return report
+
+
+def killed_by_host(report: dict[str, Any]) -> str | None:
+    """The child that a ``SIGKILL`` the harness did not send ended, in a report that neither passed nor was flagged.
+
+    No step of the harness kills a child with ``SIGKILL`` but at its timeout, which the report counts apart. On a
+    host that a batch loads it is most often the kernel's out-of-memory killer, which picks the largest process: in
+    session 31 the trusted child of CUDA-L1's level 2 task 34 (outputs of 1.07 billion elements), with another
+    kernel's judge beside it. Sharing must not decide a verdict, so such a verification runs once more, alone.
+
+    Example:
+        >>> killed_by_host({"status": "error", "killed": {"trusted": 9}})
+        'trusted'
+        >>> killed_by_host({"status": "failed", "killed": {"run": 11}}) is None
+        True
+    """
+    if report.get("status") in ("passed", "flagged"):
+        return None
+    return next((role for role, number in (report.get("killed") or {}).items() if number == signal.SIGKILL), None)
 
 
 OUT_OF_MEMORY = ("CUDA out of memory", "OutOfMemoryError", "CUBLAS_STATUS_ALLOC_FAILED", "cudaErrorMemoryAllocation")
@@ -856,6 +881,10 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
             # On a failure too: the out-of-memory rerun in this process must not wait for its own claim.
             baselines.release()
         report["finished_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        killed = {r.role: -r.returncode for r in (ev.trusted, ev.compile, ev.run, ev.sanitizer)
+                  if r and not r.timed_out and r.returncode is not None and r.returncode < 0}
+        if killed:
+            report["killed"] = killed
         if args.keep:
             report["work_dir"] = str(root)
         else:

@@ -23,6 +23,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from verify.harness.batons import install_baton_guard
 from verify.harness.builds import build_off_gpu, construct_for_build, install_build_memo
 from verify.harness.common import (
     BlobChannel,
@@ -453,6 +454,7 @@ def role_compile(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
 
     pin_flags(torch)
     install_build_memo()
+    install_baton_guard()
     t0 = time.perf_counter()
     candidate = _load_candidate(torch, embedded, Path(job["work"]), job.get("build_dir"))
     channel.send("compiled", seconds=time.perf_counter() - t0)
@@ -613,6 +615,7 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
     work, shared = Path(job["work"]), Path(job["shared"])
     pin_flags(torch)
     install_build_memo()
+    install_baton_guard()
     if device == "cuda" and not job.get("light"):
         _warm_without_kernels(torch, device)
     if job.get("wait_file"):
@@ -932,6 +935,7 @@ def role_profile(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
     work = Path(job["work"])
     pin_flags(torch)
     install_build_memo()
+    install_baton_guard()
     task, functional = _load_task(embedded, work)
     if job.get("gate_file"):
         # The CUDA context (and, for torch.profiler, CUPTI's first start) cost seconds and launch no kernel, so
