@@ -178,6 +178,24 @@ def test_without_numba_or_switched_off_nothing_is_fused(monkeypatch: pytest.Monk
     assert judge_output(ref32, ref64, ref32, POLICY)["passed"]
 
 
+def test_what_the_fused_passes_judged_is_counted_and_a_chunk_left_to_torch_is_not(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    n = 3 * tensors.JUDGE_CHUNK
+    _, ref64, ref32 = _case(6, n, 1.0)
+    out = ref32.clone()
+    out[tensors.JUDGE_CHUNK + 5] = math.nan
+
+    def used() -> dict[str, int]:
+        before = dict(fused.FUSED_USED)
+        judge_output(out, ref64, ref32, POLICY)
+        fails_l2_bounds([0.0, out], ref64, ref32, POLICY)
+        return {k: fused.FUSED_USED[k] - before[k] for k in before}
+
+    plain, fast = _judged_both_ways(monkeypatch, used)
+    assert plain == {"chunks": 0, "elements": 0, "norm_passes": 0}
+    assert fast["chunks"] == 2 and fast["elements"] == 2 * tensors.JUDGE_CHUNK and fast["norm_passes"] >= 2
+
+
 def test_warming_compiles_the_usual_variant_ahead_only_for_large_outputs() -> None:
     assert fused.warm_fused(fused.FUSED_MIN_ELEMENTS - 1) is None
     thread = fused.warm_fused(fused.FUSED_MIN_ELEMENTS)

@@ -37,6 +37,16 @@ FUSED_ENV = "KA_JUDGE_FUSED"
 
 _lock = threading.Lock()
 _compiled: list[tuple[Any, Any] | None] = []
+_used_lock = threading.Lock()
+FUSED_USED: dict[str, int] = {"chunks": 0, "elements": 0, "norm_passes": 0}
+"""What the fused passes judged in this process (the parent's report says it under ``judge_fused``): chunks and
+elements through the policy's pass, and passes of the norms. Zero where the torch operations judged everything."""
+
+
+def _used(**counts: int) -> None:
+    with _used_lock:
+        for name, value in counts.items():
+            FUSED_USED[name] += value
 
 
 def fused_enabled(elements: int, env: dict[str, str] | os._Environ[str] = os.environ) -> bool:
@@ -110,6 +120,7 @@ def fused_judge_part(out: Any, ref64: Any, ref32: Any | None, policy: dict[str, 
         float(policy["fp32_factor"]), int(policy["fp32_block"]))
     if special:
         return None
+    _used(chunks=1, elements=int(o.size))
     part = {"mismatches": int(mismatches), "outside": int(outside), "overflowed": 0, "nonfinite_where_finite": 0,
             "nonfinite": 0, "undefined": 0, "ref_norm": math.sqrt(ss_r), "diff_norm": math.sqrt(ss_d),
             "max_abs": float(max_abs), "max_rel": float(max_rel), "ref_absmax": float(ref_absmax)}
@@ -143,6 +154,7 @@ def fused_l2_norms(outs: list[Any], ref64: Any, ref32: Any | None, torch: Any) -
     no_values = numpy.empty(0, dtype=numpy.float64)
     for k in tensors:
         diffs[k] = math.sqrt(kernels[1](_array(outs[k], torch), True, no_values, no_values, r, r32, False)[2])
+    _used(norm_passes=1 + len(tensors))
     return math.sqrt(ss_r), math.sqrt(ss_32), diffs
 
 

@@ -34,7 +34,7 @@ from typing import Any
 
 from verify.harness.common import HARNESS_VERSION, die_with_parent, make_non_dumpable, read_blobs, wait_until
 from verify.harness.frames import unpack_groups
-from verify.harness.fused import warm_fused
+from verify.harness.fused import FUSED_USED, warm_fused
 from verify.harness.gate import GateKeeper, GpuGate
 from verify.harness.judge import (
     TOLERANCE,
@@ -694,6 +694,7 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
     log: list[str] = []
     python = [sys.executable, script]
     t_start = time.monotonic()
+    fused_before = dict(FUSED_USED)
     marks: list[tuple[float, str]] = MarkLog(os.environ.get(MARKS_FILE_ENV), t_start)
     # Behind a shared gate each child asks for the GPU alone around its timed work (verify.harness.gate).
     keepers = {role: GateKeeper(gate, str(root / f"gate-{role}"), role, marks=marks) if gate.sharing else None
@@ -863,6 +864,7 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
             shape_probe={"right": probe_right, "evidence": probe_evidence},
             init_probe={"right": init_right, "evidence": init_evidence},
             notes=[m.get("message") for m in ev.trusted.all("note")],
+            judge_fused={name: FUSED_USED[name] - fused_before[name] for name in FUSED_USED},
             harness_seconds=time.monotonic() - t_start,
             step_seconds={r.role: r.seconds for r in (ev.trusted, ev.compile, ev.run, ev.sanitizer) if r},
             children={r.role: r.started for r in (ev.trusted, ev.compile, ev.run, ev.sanitizer) if r},
