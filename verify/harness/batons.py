@@ -31,7 +31,6 @@ from typing import Any
 
 BATON_STALE_AFTER_S = 2.0
 """How old an unheld baton must be to count as stale."""
-BATON_POLL_S = 0.1
 
 
 def baton_open_elsewhere(path: str | os.PathLike[str], ignore_pid: int | None = None) -> bool:
