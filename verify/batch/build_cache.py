@@ -48,6 +48,8 @@ from typing import TYPE_CHECKING, Any
 
 from filelock import FileLock
 
+from verify.harness.pch import PCH_ENV
+
 if TYPE_CHECKING:
     from verify.jobs import VerifyJob
     from verify.runner import VerifyOptions
@@ -61,8 +63,21 @@ _RUNNING_LOCK = threading.Lock()
 _STOPPED: set[int] = set()
 STOPPED = "stopped: the batch ended before this build finished"
 LAYOUT = "1"
+PCH_SWITCH = "KA_PCH"
+"""``0``: the batch's builds use no precompiled torch headers."""
 # The flags the harness passes to torch's load (cuda-binding); model-new files choose their own.
 HARNESS_CUDA_FLAGS: tuple[str, ...] = ("-O3",)
+
+
+def default_pch_root() -> Path:
+    """``$XDG_CACHE_HOME/kernel-archive/pch``: precompiled torch headers, one per compiler and flag set, shared by
+    every build cache of this user (what they depend on is in their key, as ccache's objects are).
+
+    Example:
+        >>> default_pch_root().parent == default_root().parent
+        True
+    """
+    return default_root().parent / "pch"
 
 
 def default_root() -> Path:
@@ -190,8 +205,15 @@ class BuildCache:
             return None
 
     def environment(self) -> dict[str, str]:
-        """Variables for the eval scripts that use this cache (the same the builds ran with)."""
-        return self.toolchain.environment(self.root)
+        """Variables for the eval scripts that use this cache (the same the builds ran with).
+
+        ``KA_PCH_DIR`` is where precompiled torch headers are kept (``verify.harness.pch``; ``default_pch_root``
+        unless set here), and ``KA_PCH=0`` here leaves it out.
+        """
+        env = self.toolchain.environment(self.root)
+        if os.environ.get(PCH_SWITCH, "1") != "0":
+            env[PCH_ENV] = os.environ.get(PCH_ENV) or str(default_pch_root())
+        return env
 
     def ensure(self, job: VerifyJob, options: VerifyOptions) -> BuildResult:
         """Build the job's kernel unless built (or tried) before; safe when many processes ask at once."""

@@ -40,6 +40,7 @@ from verify.harness.common import (
 from verify.harness.context import ContextState
 from verify.harness.frames import load_values, save_values, send_groups
 from verify.harness.gate import alone_on_gpu, yield_point
+from verify.harness.pch import install_pch
 from verify.harness.task import copy_matching_state, derive_call, load_module, parse_forward_signature
 from verify.harness.tensors import (
     POISON_FILLS,
@@ -455,6 +456,7 @@ def role_compile(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
     pin_flags(torch)
     install_build_memo()
     install_baton_guard()
+    install_pch(build=True)
     t0 = time.perf_counter()
     candidate = _load_candidate(torch, embedded, Path(job["work"]), job.get("build_dir"))
     channel.send("compiled", seconds=time.perf_counter() - t0)
@@ -616,6 +618,7 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
     pin_flags(torch)
     install_build_memo()
     install_baton_guard()
+    install_pch()
     if device == "cuda" and not job.get("light"):
         _warm_without_kernels(torch, device)
     if job.get("wait_file"):
@@ -936,6 +939,7 @@ def role_profile(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
     pin_flags(torch)
     install_build_memo()
     install_baton_guard()
+    install_pch()
     task, functional = _load_task(embedded, work)
     if job.get("gate_file"):
         # The CUDA context (and, for torch.profiler, CUPTI's first start) cost seconds and launch no kernel, so
