@@ -192,7 +192,9 @@ def install_pch(build: bool = False) -> bool:
         return True
 
     def build_with_pch(build_directory: str, verbose: bool, error_prefix: str) -> None:
-        folder = pch_folder(build_directory, Path(root), build) if ninja_has_work(build_directory) else None
+        # Only a compile step with work counts its build; elsewhere ninja -n would run a second time inside the
+        # GPU gate (build_off_gpu asks it first), and an existing header costs a no-op build nothing.
+        folder = pch_folder(build_directory, Path(root), build and ninja_has_work(build_directory))
         if folder is None:
             return ninja_build(build_directory, verbose, error_prefix)
         before = os.environ.get("CPATH")
