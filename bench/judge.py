@@ -4,7 +4,10 @@ On the H100 (session 5) judging took 25-52 s per kernel for the showcase's large
 (``gelu``: 33.5M outputs), inside a batch slot. This times ``verify.harness.judge.judge`` on synthetic
 evidence shaped like an honest kernel's: per trial a float64 and an fp32 reference of a GELU over ``--elements``
 random values, and the candidate's three calls (poisoned, after the reference, other poison) returning the
-fp32 answer. It also times the correctness policy on one output (``judge_output``). The judge runs in this
+fp32 answer, and the statefulness probe (X, then X with a few elements changed: two more outputs and two more
+fp32 references of the same size). It also times the correctness policy on one output (``judge_output``), and
+samples the process's resident memory every 2 ms while it judges: what the judge needs beyond the evidence it
+holds is what decides whether a billion-element output fits on the host. The judge runs in this
 process on ``KA_JUDGE_THREADS`` intra-op threads (default: the parent's own setting), as the eval script's
 parent does, with its chunks spread over ``KA_JUDGE_WORKERS`` threads (``verify.harness.tensors.judge_workers``).
 
@@ -18,7 +21,8 @@ JSON keys: ``elements``, ``trials``, ``threads``, ``workers``, ``fused`` (whethe
 ``fused_compile_s`` (compiling them, as the parent does while the candidate runs), ``judge_s`` (the median of
 ``--repeats`` whole judges), ``judge_unfused_s`` (the same with the torch operations alone; null when the fused
 passes did not run), ``judge_output_s``, ``weak_check_s`` (the weak check alone, after the judge as in the
-parent), ``verdicts`` (the checks that read outputs -> verdict: all ``pass`` for this honest evidence),
+parent), ``held_bytes_per_element`` (the process's resident memory with the evidence built, per output element),
+``peak_growth_bytes_per_element`` (the most the first whole judge raised it, per output element), ``verdicts`` (the checks that read outputs -> verdict: all ``pass`` for this honest evidence),
 ``same_verdicts`` (the same verdicts both ways).
 """
 
@@ -28,6 +32,7 @@ import argparse
 import json
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -37,7 +42,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 
-DATA_CHECKS = ("correctness", "stale-memory", "launch-errors", "weak-check", "degenerate-task", "hard-coding")
+DATA_CHECKS = ("correctness", "stale-memory", "launch-errors", "weak-check", "degenerate-task", "hard-coding", "caching")
 """The checks that read the outputs (the rest need messages this synthetic evidence does not carry)."""
 
 
@@ -46,6 +51,7 @@ def evidence(elements: int, trials: int) -> Any:
     import torch
 
     from verify.harness.judge import ChildReport, Evidence
+    from verify.harness.tensors import call_fingerprints
 
     distributions = ["task", "randn", "rand", "negative", "heavy-tailed"]
     plan = [{"index": i, "seed": 100 + i, "distribution": distributions[i % len(distributions)]}
@@ -60,18 +66,65 @@ def evidence(elements: int, trials: int) -> Any:
         for variant in "abc":
             outputs[(trial["index"], variant)] = [ref32.clone()]
             messages.append({"kind": "trial", "index": trial["index"], "variant": variant})
-    messages.append({"kind": "done"})
+    # The statefulness probe: the first trial's inputs (the generator's first draw) with every 4096th element changed.
+    x = torch.randn(elements, generator=torch.Generator().manual_seed(0))
+    x[::4096] += 1.0
+    changed = torch.nn.functional.gelu(x)
+    probe = {"first": [refs[0]["ref32"][0].clone()], "second": [changed.clone()],
+             "ref_x": [refs[0]["ref32"][0].clone()], "ref_changed": [changed]}
+    timed = {"seed_base": 7, "fingerprints": [call_fingerprints(torch.full((64,), float(i))) for i in range(3)]}
+    messages += [{"kind": "timing", "which": "candidate", "result": timed},
+                 {"kind": "state-probe", "blob": "state-probe", "changed_elements": len(range(0, elements, 4096)),
+                  "kernels": []},
+                 {"kind": "done"}]
     run = ChildReport(role="run", returncode=0, messages=messages, received=[0.0] * len(messages))
     trusted = ChildReport(role="trusted", returncode=0, messages=[
-        {"kind": "screen", "input_sensitivity": 1.0, "weight_sensitivity": None}, {"kind": "done"}])
+        {"kind": "screen", "input_sensitivity": 1.0, "weight_sensitivity": None},
+        {"kind": "timing", "which": "eager", "result": timed}, {"kind": "done"}])
     return Evidence(form="model-new", kernel_code="", static=[], trials=plan, trusted=trusted, run=run, refs=refs,
-                    outputs=outputs)
+                    outputs=outputs, state_probe=probe)
+
+
+class ResidentPeak:
+    """This process's resident memory in bytes, and its peak since ``reset`` (sampled every 2 ms by a thread).
+
+    Example:
+        >>> memory = ResidentPeak()
+        >>> memory.reset() > 0 and memory.peak >= memory.reset() - (1 << 30)
+        True
+        >>> memory.close()
+    """
+
+    def __init__(self) -> None:
+        self.peak = self.now()
+        self._stop = threading.Event()
+        threading.Thread(target=self._watch, daemon=True, name="ka-bench-memory").start()
+
+    @staticmethod
+    def now() -> int:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        return 0
+
+    def reset(self) -> int:
+        self.peak = self.now()
+        return self.peak
+
+    def _watch(self) -> None:
+        while not self._stop.wait(0.002):
+            self.peak = max(self.peak, self.now())
+
+    def close(self) -> None:
+        self._stop.set()
 
 
 def measure(elements: int, trials: int, repeats: int = 1) -> dict[str, Any]:
     """Build the evidence, compile the fused passes (where numba is installed and the outputs are large enough),
     then time the whole judge (the median of ``repeats``) with them and without, one output's policy and the
     weak check."""
+    import gc
     import statistics
 
     import torch
@@ -99,6 +152,14 @@ def measure(elements: int, trials: int, repeats: int = 1) -> dict[str, Any]:
             times.append(time.perf_counter() - started)
         return statistics.median(times), checks
 
+    gc.collect()
+    memory = ResidentPeak()
+    held = memory.reset()
+    try:
+        judge(ev)
+        growth = max(memory.peak, memory.now()) - held
+    finally:
+        memory.close()
     judge_s, checks = whole_judges()
     ref = ev.refs[0]
     started = time.perf_counter()
@@ -116,6 +177,8 @@ def measure(elements: int, trials: int, repeats: int = 1) -> dict[str, Any]:
             "judge_s": round(judge_s, 3), "judge_unfused_s": None if unfused_s is None else round(unfused_s, 3),
             "judge_output_s": round(judge_output_s, 3),
             "weak_check_s": round(weak_check_s, 3),
+            "held_bytes_per_element": round(held / elements, 1),
+            "peak_growth_bytes_per_element": round(growth / elements, 1),
             "verdicts": {name: checks[name]["verdict"] for name in DATA_CHECKS},
             "same_verdicts": all(checks[name]["verdict"] == unfused_checks[name]["verdict"] for name in DATA_CHECKS)}
 
@@ -136,6 +199,8 @@ def main(argv: list[str] | None = None) -> int:
              else f"{result['judge_unfused_s']:.2f} s"),
             ("policy on one output", f"{result['judge_output_s']:.2f} s"),
             ("weak check", f"{result['weak_check_s']:.2f} s"),
+            ("resident memory with the evidence", f"{result['held_bytes_per_element']:.0f} B an output element"),
+            ("most the judge added to it", f"{result['peak_growth_bytes_per_element']:.1f} B an output element"),
             ("correctness verdict", result["verdicts"].get("correctness", "-")),
             ("same verdicts both ways", "yes" if result["same_verdicts"] else "NO")]
     width = max(len(name) for name, _ in rows)

@@ -159,11 +159,6 @@ def stopped_keys(path: Path) -> set[str]:
     return {row["key"] for row in json_rows(path)} if path.is_file() else set()
 
 
-def stored_keys(path: Path) -> set[str]:
-    """Keys of the reports a JSON Lines file already holds (none when there is no file)."""
-    return set(read_reports(path)) if path.is_file() else set()
-
-
 def read_reports(path: Path) -> dict[str, dict[str, Any]]:
     """Each key's report in a JSON Lines file the bench wrote (a line cut short by a kill is ignored)."""
     return {row["key"]: row["report"] for row in json_rows(path) if "report" in row}
@@ -182,21 +177,26 @@ def json_rows(path: Path) -> list[dict[str, Any]]:
 
 def run_pass(name: str, jobs: list[VerifyJob], options: VerifyOptions, out: Path, *, gpus: str | None,
              compile_workers: int | None, cache: Path, budget_s: float, resume: bool = False,
-             ray: str | None = None, grace_s: float | None = None, slots_per_gpu: int | None = None) -> Recorder:
-    """One batch over ``jobs`` into ``out/reports-NAME.jsonl`` (with ``resume``, only those it does not hold).
+             ray: str | None = None, grace_s: float | None = None, slots_per_gpu: int | None = None,
+             retry_errors: bool = False) -> Recorder:
+    """One batch over ``jobs`` into ``out/reports-NAME.jsonl`` (with ``resume``, only those it does not hold, and
+    with ``retry_errors`` also those whose last report there is an ``error``: readers take a key's last report).
 
     The kernels ``grace_s`` stops are appended to ``out/stopped-NAME.jsonl``; a resumed pass verifies those first,
     each with the GPU alone (``verify_jobs(exclusive=...)``).
     """
     path = out / f"reports-{name}.jsonl"
     stopped_path = out / f"stopped-{name}.jsonl"
-    done = stored_keys(path) if resume else set()
+    stored = read_reports(path) if resume and path.is_file() else {}
+    done = {key for key, report in stored.items() if not (retry_errors and report.get("status") == "error")}
     if not resume:
         path.unlink(missing_ok=True)
         stopped_path.unlink(missing_ok=True)
     todo = [j for j in jobs if j.key not in done]
     exclusive = stopped_keys(stopped_path) & {j.key for j in todo}
+    retried = sum(1 for j in todo if j.key in stored)
     print(f"{name}: {len(todo)} kernels ({len(jobs) - len(todo)} stored before"
+          + (f"; {retried} with an error report, verified again" if retried else "")
           + (f"; {len(exclusive)} stopped before, verified first and alone" if exclusive else "")
           + f"), budget {budget_s:.0f}s", file=sys.stderr, flush=True)
     recorder = Recorder(path, len(todo))
@@ -506,6 +506,10 @@ def main() -> int:
     parser.add_argument("--resume", action="store_true",
                         help="keep OUT/reports-cold.jsonl and verify only the kernels it does not hold; those "
                              "--grace-s stopped before (OUT/stopped-cold.jsonl) first, each with its GPU alone")
+    parser.add_argument("--retry-errors", action="store_true",
+                        help="with --resume, verify again the kernels whose stored report is an error (a host "
+                             "out of memory, a build that timed out); the new report is appended, and a key's "
+                             "last report is the one read")
     parser.add_argument("--build-cache", type=Path,
                         help="build cache folder kept between runs (default: a fresh one, so the first pass is cold)")
     parser.add_argument("--no-warm", dest="warm", action="store_false", help="skip the warm pass")
@@ -566,6 +570,8 @@ def main() -> int:
         os.environ[ZYGOTE_ENV] = "0"
     if not args.slot_zygote:
         os.environ[SLOT_ZYGOTE_ENV] = "0"
+    if args.retry_errors and not args.resume:
+        parser.error("--retry-errors needs --resume: without it every kernel is verified anyway")
     if args.scaling_repeat < 1:
         parser.error(f"--scaling-repeat must be at least 1, not {args.scaling_repeat}")
     if args.scaling_budget_s is not None and args.scaling_budget_s <= 0:
@@ -583,7 +589,8 @@ def main() -> int:
     cache = args.build_cache.resolve() if args.build_cache else Path(tempfile.mkdtemp(prefix="ka-bench-builds-"))
     cold = run_pass("cold", jobs, options, args.out, gpus=args.gpus, compile_workers=args.compile_workers,
                     cache=cache, budget_s=args.budget_s * (0.5 if args.warm else 0.85), resume=args.resume,
-                    ray=args.ray, grace_s=args.grace_s, slots_per_gpu=args.slots_per_gpu)
+                    ray=args.ray, grace_s=args.grace_s, slots_per_gpu=args.slots_per_gpu,
+                    retry_errors=args.retry_errors)
     finished = [j for j in jobs if j.key in cold.reports]
     warm = run_pass("warm", finished if args.warm else [], options, args.out, gpus=args.gpus,
                     compile_workers=args.compile_workers, cache=cache, budget_s=args.budget_s * 0.25, ray=args.ray,

@@ -105,6 +105,24 @@ def test_a_resumed_run_verifies_only_what_its_reports_file_lacks(tmp_path: Path)
     assert result["timing_moves_cold"]["device_bound"]["speedup_median_pct"] >= 0
     again = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=900, check=False)
     assert json.loads(again.stdout.strip().splitlines()[-1])["n_cold"] == 0
+    # An error report counts as stored, unless --retry-errors: then the kernel is verified again, its new report
+    # appended after the error.
+    with (out / "reports-cold.jsonl").open("a") as reports:
+        reports.write(json.dumps({"key": "L1-T1", "report": {"status": "error"}}) + "\n")
+    again = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=900, check=False)
+    assert json.loads(again.stdout.strip().splitlines()[-1])["n_cold"] == 0
+    retry = subprocess.run([*command, "--retry-errors"], capture_output=True, text=True, cwd=REPO, timeout=900,
+                           check=False)
+    assert retry.returncode == 0, retry.stderr[-3000:]
+    assert "1 with an error report, verified again" in retry.stderr
+    result = json.loads(retry.stdout.strip().splitlines()[-1])
+    assert (result["n_stored_before"], result["n_cold"]) == (1, 1)
+    last = json.loads((out / "reports-cold.jsonl").read_text().splitlines()[-1])
+    assert last["key"] == "L1-T1" and last["report"]["status"] == "flagged"
+    unresumed = [c for c in command if c != "--resume"]
+    refused = subprocess.run([*unresumed, "--retry-errors"], capture_output=True, text=True, cwd=REPO, timeout=900,
+                             check=False)
+    assert refused.returncode == 2 and "--retry-errors needs --resume" in refused.stderr
 
 
 @pytest.mark.slow

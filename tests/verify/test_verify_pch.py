@@ -77,14 +77,17 @@ def test_a_header_being_made_elsewhere_is_not_waited_for(tmp_path: Path, monkeyp
     assert not (root / str(key)).exists() and (root / f"{key}.builds").read_text() == "."
 
 
-def test_a_batch_cache_points_its_builds_at_the_shared_folder_unless_switched_off(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_batch_cache_shares_headers_only_when_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cache = BuildCache(tmp_path / "builds", Toolchain(torch="2", cuda=None, python="3", nvcc=None, arch=None))
     monkeypatch.delenv("KA_PCH", raising=False)
+    monkeypatch.delenv(PCH_ENV, raising=False)
+    assert PCH_ENV not in cache.environment()
+    monkeypatch.setenv("KA_PCH", "1")
+    assert cache.environment()[PCH_ENV].endswith(os.path.join("kernel-archive", "pch"))
     monkeypatch.setenv(PCH_ENV, str(tmp_path / "pch"))
     assert cache.environment()[PCH_ENV] == str(tmp_path / "pch")
-    monkeypatch.delenv(PCH_ENV)
-    assert cache.environment()[PCH_ENV].endswith(os.path.join("kernel-archive", "pch"))
+    monkeypatch.delenv("KA_PCH")
+    assert cache.environment()[PCH_ENV] == str(tmp_path / "pch")
     monkeypatch.setenv("KA_PCH", "0")
     assert PCH_ENV not in cache.environment()
 

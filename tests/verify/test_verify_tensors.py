@@ -10,12 +10,14 @@ import torch
 from verify.harness import tensors
 from verify.harness.judge import TOLERANCE
 from verify.harness.tensors import (
+    JUDGE_CHUNK,
     fails_l2_bound,
     fails_l2_bounds,
     fingerprint,
     fingerprint_distance,
     fingerprints_agree,
     is_constant,
+    stale_counts,
 )
 
 
@@ -198,3 +200,38 @@ def test_is_constant_finds_the_float64_constants_a_standard_deviation_missed() -
     # In float64 itself the mean of a constant can round off it, so its standard deviation is not exactly 0.
     tenth = torch.full((1000,), 0.1, dtype=torch.float64)
     assert float(tenth.std()) != 0.0 and is_constant(tenth)
+
+
+def _stale_counts_whole(y2: torch.Tensor, r1: torch.Tensor, r2: torch.Tensor) -> tuple[int, int]:
+    """The statefulness probe's counts over whole tensors, as the judge computed them before they were chunked."""
+    r1d, r2d, y2d = r1.double(), r2.double(), y2.double()
+    scale = float(torch.nan_to_num(r1d.abs(), nan=0.0, posinf=0.0).max()) if r1d.numel() else 0.0
+    move = (r2d - r1d).abs()
+    affected = torch.isfinite(move) & (move > 1e-2 * scale + 1e-6)
+    return int(affected.sum()), int((affected & ~((y2d - r2d).abs() <= 0.5 * move)).sum())
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_stale_counts_in_chunks_equal_the_whole_tensor_counts(workers: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KA_JUDGE_WORKERS", workers)
+    g = torch.Generator().manual_seed(3)
+    n = 3 * JUDGE_CHUNK + 1234
+    r1 = torch.randn(n, generator=g)
+    r2 = r1.clone()
+    changed = torch.randint(0, n, (5000,), generator=g)
+    r2[changed] += torch.randn(5000, generator=g)
+    r1[:5] = torch.tensor([float("nan"), float("inf"), -float("inf"), 0.0, 2.0])
+    r2[3] = float("nan")
+    honest = r2 + 1e-7 * torch.randn(n, generator=g)
+    stale = honest.clone()
+    stale[changed[:1000]] = r1[changed[:1000]]
+    for y2 in (honest, stale, torch.zeros(n)):
+        assert stale_counts(y2, r1, r2) == _stale_counts_whole(y2, r1, r2)
+    moved, kept = stale_counts(stale, r1, r2)
+    assert 0 < kept < moved
+    # A transposed (non-contiguous) output of the same shape is compared element by element.
+    shaped = [t[: 1024 * 512].view(1024, 512) for t in (honest, r1, r2)]
+    y2t = shaped[0].t().contiguous().t()
+    assert y2t.stride() == (1, 1024) and torch.equal(y2t.nan_to_num(), shaped[0].nan_to_num())
+    assert stale_counts(y2t, shaped[1], shaped[2]) == _stale_counts_whole(y2t, shaped[1], shaped[2])
+    assert stale_counts(torch.zeros(0), torch.zeros(0), torch.zeros(0)) == (0, 0)

@@ -64,7 +64,8 @@ _STOPPED: set[int] = set()
 STOPPED = "stopped: the batch ended before this build finished"
 LAYOUT = "1"
 PCH_SWITCH = "KA_PCH"
-"""``0``: the batch's builds use no precompiled torch headers."""
+"""``1``: the batch's builds share precompiled torch headers (off by default: on an H200 host they cost a cold pass of
+CUDA-L1 kernels 15% of its rate, session 32); ``0`` keeps them off even where ``KA_PCH_DIR`` is set."""
 # The flags the harness passes to torch's load (cuda-binding); model-new files choose their own.
 HARNESS_CUDA_FLAGS: tuple[str, ...] = ("-O3",)
 
@@ -207,11 +208,13 @@ class BuildCache:
     def environment(self) -> dict[str, str]:
         """Variables for the eval scripts that use this cache (the same the builds ran with).
 
-        ``KA_PCH_DIR`` is where precompiled torch headers are kept (``verify.harness.pch``; ``default_pch_root``
-        unless set here), and ``KA_PCH=0`` here leaves it out.
+        ``KA_PCH_DIR`` is where precompiled torch headers are kept (``verify.harness.pch``), given to the scripts
+        only with ``KA_PCH=1`` (then ``default_pch_root`` unless set) or a ``KA_PCH_DIR`` of the caller's, and never
+        with ``KA_PCH=0``.
         """
         env = self.toolchain.environment(self.root)
-        if os.environ.get(PCH_SWITCH, "1") != "0":
+        switch = os.environ.get(PCH_SWITCH, "")
+        if switch != "0" and (switch == "1" or os.environ.get(PCH_ENV)):
             env[PCH_ENV] = os.environ.get(PCH_ENV) or str(default_pch_root())
         return env
 

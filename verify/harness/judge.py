@@ -30,6 +30,7 @@ from verify.harness.tensors import (
     fails_l2_bounds,
     is_constant,
     judge_output,
+    stale_counts,
 )
 from verify.harness.timing import device_ms
 
@@ -676,12 +677,8 @@ def state_probe_verdict(ev: Evidence) -> tuple[str, list[str]]:
             verdict = "fail"
             lines.append("statefulness: no comparable output for the changed input")
             continue
-        r1d, r2d, y2d = r1.double(), r2.double(), y2.double()
-        scale = float(torch.nan_to_num(r1d.abs(), nan=0.0, posinf=0.0).max()) if r1d.numel() else 0.0
-        move = (r2d - r1d).abs()
-        affected = torch.isfinite(move) & (move > 1e-2 * scale + 1e-6)
-        moved += int(affected.sum())
-        stale += int((affected & ~((y2d - r2d).abs() <= 0.5 * move)).sum())
+        moved_here, stale_here = stale_counts(y2, r1, r2)
+        moved, stale = moved + moved_here, stale + stale_here
     if moved == 0:
         lines.append(f"statefulness: changing {message.get('changed_elements')} input elements moved no output "
                      "measurably; inconclusive")

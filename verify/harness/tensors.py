@@ -548,6 +548,42 @@ def error_stats(out: Any, ref64: Any, ref32: Any | None) -> dict[str, float]:
     return stats
 
 
+def stale_counts(y2: Any, r1: Any, r2: Any) -> tuple[int, int]:
+    """The statefulness probe on one output: (moved, stale). ``r1`` and ``r2`` are the references for X and for X'
+    (a few elements of X changed), ``y2`` the candidate's output for X' (all of one shape).
+
+    An element moved when |r2 - r1| exceeds 1e-2 of r1's largest finite magnitude (plus 1e-6); it is stale when
+    ``y2`` is not within half that move of r2. Judged chunk by chunk in float64 (``judge_chunk``), so the
+    temporaries stay small: on a 660M-element output the whole-tensor version grew the host's memory by about 30 GiB.
+
+    Example:
+        >>> import torch
+        >>> r1, r2 = torch.tensor([1.0, 2.0, 3.0]), torch.tensor([1.0, 5.0, 3.0])
+        >>> stale_counts(r2, r1, r2), stale_counts(r1, r1, r2)
+        ((1, 0), (1, 1))
+    """
+    import torch
+
+    f1, f2, fy = (t.detach().reshape(-1) for t in (r1, r2, y2))
+    n, step = f1.numel(), judge_chunk(f1)
+    if n == 0:
+        return 0, 0
+
+    def largest(i: int) -> float:
+        return float(torch.nan_to_num(f1[i:i + step].to(torch.float64).abs(), nan=0.0, posinf=0.0).max())
+
+    threshold = 1e-2 * max(_map_chunks(largest, n, step, f1)) + 1e-6
+
+    def counts(i: int) -> tuple[int, int]:
+        a, b, y = (t[i:i + step].to(torch.float64) for t in (f1, f2, fy))
+        move = (b - a).abs()
+        affected = torch.isfinite(move) & (move > threshold)
+        return int(affected.sum()), int((affected & ~((y - b).abs() <= 0.5 * move)).sum())
+
+    parts = _map_chunks(counts, n, step, f1)
+    return sum(p[0] for p in parts), sum(p[1] for p in parts)
+
+
 def count_outside(out: Any, ref64: Any, atol: float, rtol: float) -> int:
     """How many elements have |out - ref| > atol + rtol * |ref| (NaN never passes); an exact integer.
 

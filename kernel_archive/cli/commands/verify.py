@@ -62,9 +62,9 @@ time on each GPU (--slots-per-gpu: default 9 where the host has 16 cores a GPU, 
 of them, default 6 or 3, on the GPU at once, any others starting up or judging meanwhile; their untimed work
 overlaps; every timed series has the GPU to itself; KA_GPU_GATE_MODE=exclusive gives each verification the GPU
 alone throughout; each slot forks its scripts' children from one zygote that imported torch once,
-KA_SLOT_ZYGOTE=0 for one per script; builds share precompiled torch headers, KA_PCH=0 for none), stored as
-each finishes, and skipped when already verified by this harness version (so an interrupted batch resumes;
---force verifies again). --ray ADDRESS runs the same on a Ray cluster.
+KA_SLOT_ZYGOTE=0 for one per script; KA_PCH=1 shares precompiled torch headers between builds, measured
+slower on an H200), stored as each finishes, and skipped when already verified by this harness version (so an
+interrupted batch resumes; --force verifies again). --ray ADDRESS runs the same on a Ray cluster.
 See docs/verify-batch.md.
 
   kernel-archive verify --source cuda-l1 --gpus 2 --i-understand-this-runs-untrusted-code
