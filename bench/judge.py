@@ -22,8 +22,9 @@ JSON keys: ``elements``, ``trials``, ``threads``, ``workers``, ``fused`` (whethe
 ``--repeats`` whole judges), ``judge_unfused_s`` (the same with the torch operations alone; null when the fused
 passes did not run), ``judge_output_s``, ``weak_check_s`` (the weak check alone, after the judge as in the
 parent), ``held_bytes_per_element`` (the process's resident memory with the evidence built, per output element),
-``peak_growth_bytes_per_element`` (the most the first whole judge raised it, per output element), ``verdicts`` (the checks that read outputs -> verdict: all ``pass`` for this honest evidence),
-``same_verdicts`` (the same verdicts both ways).
+``peak_growth_bytes_per_element`` (the most the first whole judge raised it, per output element), ``verdicts``
+(the checks that read outputs -> verdict: all ``pass`` for this honest evidence), ``same_verdicts`` (the same
+verdicts both ways).
 """
 
 from __future__ import annotations

@@ -28,8 +28,6 @@ def test_the_judge_bench_judges_honest_outputs_as_correct() -> None:
     assert result["same_verdicts"] is True
     assert "whole judge" in done.stdout and "weak check" in done.stdout and "fused passes" in done.stdout
     assert "most the judge added to it" in done.stdout
-    # Three trials of three outputs and two references each, plus the probe's four tensors: at least 100 B an element.
-    assert result["held_bytes_per_element"] > 50
 
 
 def test_the_judge_needs_little_memory_beyond_the_evidence_it_holds() -> None:
@@ -41,6 +39,8 @@ def test_the_judge_needs_little_memory_beyond_the_evidence_it_holds() -> None:
     assert set(result["verdicts"].values()) == {"pass"}, result["verdicts"]
     assert result["verdicts"]["caching"] == "pass"
     assert 0 <= result["peak_growth_bytes_per_element"] < 12, result
+    # Each trial's two references and three outputs (24 B an element) and the probe's four fp32 tensors (16 B).
+    assert result["held_bytes_per_element"] >= 2 * 24 + 16, result
 
 
 def test_the_judge_bench_times_the_fused_passes_against_the_torch_operations(monkeypatch: pytest.MonkeyPatch) -> None:
