@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import os
 import threading
+from pathlib import Path
 
 import pytest
 import torch
 
-from verify.harness.common import BlobChannel, read_blobs
+from verify.harness.common import BlobChannel, copy_payload, read_blobs
 from verify.harness.frames import pack_groups, unpack_groups
 
 
@@ -139,6 +140,47 @@ def test_a_candidates_outputs_are_copied_out_on_arrival_and_their_pages_released
     outputs = unpack_groups(torch, got["out-0"])
     assert outputs is not None and torch.equal(outputs["outputs"][0], out)
     assert blocks * 512 <= 2 * 4096, "the copied payload's pages went back (only the rewritten page is held)"
+
+
+@pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="memfd_create is Linux-only")
+def test_identical_outputs_are_held_once_and_any_other_apart() -> None:
+    out = torch.randn(5_000)
+    other = out.clone()
+    other[-1] += 1.0
+    sent = {"out-0-a": out, "out-0-b": out.clone(), "out-0-c": other, "out-1-a": out.clone(), "out-2-a": out * 2}
+
+    def send(channel: BlobChannel) -> None:
+        for name, tensor in sent.items():
+            channel.send_parts(name, pack_groups(torch, {"outputs": [tensor]}))
+
+    got = _through(True, True, send, copy=True)
+    assert got["out-0-b"] is got["out-0-a"], "a byte-identical payload is the earlier buffer itself"
+    assert got["out-0-c"] is not got["out-0-a"] and got["out-2-a"] is not got["out-1-a"]
+    assert got["out-1-a"] is not got["out-0-a"], "only the last payload of a size is compared"
+    for name, tensor in sent.items():
+        loaded = unpack_groups(torch, got[name])  # type: ignore[arg-type]
+        assert loaded is not None and torch.equal(loaded["outputs"][0], tensor), name
+
+
+@pytest.mark.parametrize("size", [1, 7, 8, 23, 64, 101])
+def test_a_payload_is_its_twin_only_when_every_byte_matches(size: int, tmp_path: Path) -> None:
+    payload = bytes(range(256)) * 2
+    fd = os.open(tmp_path, os.O_TMPFILE | os.O_RDWR)
+    try:
+        os.write(fd, payload[:size])
+        twin = copy_payload(fd, 0, size)
+        assert bytes(twin) == payload[:size]
+        assert copy_payload(fd, 0, size, twin, piece=5) is twin
+        for at in sorted({0, size // 2, min(5, size - 1), size - 1}):
+            changed = bytearray(payload[:size])
+            changed[at] ^= 0xFF
+            os.pwrite(fd, bytes(changed), 0)
+            for piece in (1, 5, 8, 1 << 26):
+                got = copy_payload(fd, 0, size, twin, piece=piece)
+                assert got is not twin and got == changed, (at, piece)
+        assert copy_payload(fd, 0, size, bytearray(size + 1)) == changed, "a twin of another size is not compared"
+    finally:
+        os.close(fd)
 
 
 def test_the_statefulness_probe_crosses_as_frames_and_a_partial_one_reads_as_none() -> None:
