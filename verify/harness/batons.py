@@ -29,6 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from verify.harness.common import torch_cpp_extension
+
 BATON_STALE_AFTER_S = 2.0
 """How old an unheld baton must be to count as stale."""
 
@@ -146,10 +148,7 @@ def _resume_build(folder: Path) -> None:
 
 def install_baton_guard() -> bool:
     """Make torch's JIT builder use guarded batons in this process; whether the guard is in place."""
-    try:
-        from torch.utils import cpp_extension
-    except ImportError:
-        return False
+    cpp_extension = torch_cpp_extension()
     base: Any = getattr(cpp_extension, "FileBaton", None)
     if base is None:
         return False

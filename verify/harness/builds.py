@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from verify.harness.common import torch_cpp_extension
 from verify.harness.gate import off_gpu
 
 MEMO_FOLDER = "failed-builds"
@@ -93,10 +94,7 @@ def install_build_memo(folder: Path | None = None) -> bool:
     folder = folder or memo_folder()
     if folder is None:
         return False
-    try:
-        from torch.utils import cpp_extension
-    except ImportError:
-        return False
+    cpp_extension = torch_cpp_extension()
     build = getattr(cpp_extension, "_run_ninja_build", None)
     if build is None or getattr(build, "ka_memo", False):
         return build is not None
@@ -149,10 +147,7 @@ def build_off_gpu(job: dict[str, Any], channel: Any, sync: Callable[[], None]) -
     """
     if not job.get("gate_grants"):
         return False
-    try:
-        from torch.utils import cpp_extension
-    except ImportError:
-        return False
+    cpp_extension = torch_cpp_extension()
     build = getattr(cpp_extension, "_run_ninja_build", None)
     if build is None:
         return False

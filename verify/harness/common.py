@@ -87,6 +87,20 @@ PINNED_FLAGS: dict[str, Any] = {
 }
 
 
+def torch_cpp_extension() -> Any | None:
+    """``torch.utils.cpp_extension`` (torch's JIT builder, whose parts the harness wraps), or None without torch.
+
+    Example:
+        >>> getattr(torch_cpp_extension(), "no_such_part", None) is None
+        True
+    """
+    try:
+        from torch.utils import cpp_extension
+    except ImportError:
+        return None
+    return cpp_extension
+
+
 def snapshot_flags(namespace: dict[str, Any]) -> dict[str, Any]:
     """The value of every backend flag, evaluated in ``namespace`` (needs ``torch`` there to read any)."""
     if "torch" not in namespace:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from verify.harness.builds import ninja_has_work
+from verify.harness.common import torch_cpp_extension
 
 PCH_ENV = "KA_PCH_DIR"
 """Where the precompiled headers live (unset: none are made or used)."""
@@ -181,10 +182,7 @@ def install_pch(build: bool = False) -> bool:
     root = os.environ.get(PCH_ENV)
     if not root:
         return False
-    try:
-        from torch.utils import cpp_extension
-    except ImportError:
-        return False
+    cpp_extension = torch_cpp_extension()
     ninja_build: Any = getattr(cpp_extension, "_run_ninja_build", None)
     if ninja_build is None:
         return False
