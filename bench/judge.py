@@ -22,7 +22,7 @@ JSON keys: ``elements``, ``trials``, ``threads``, ``workers``, ``fused`` (whethe
 ``--repeats`` whole judges), ``judge_unfused_s`` (the same with the torch operations alone; null when the fused
 passes did not run), ``judge_output_s``, ``weak_check_s`` (the weak check alone, after the judge as in the
 parent), ``held_bytes_per_element`` (the process's resident memory with the evidence built, per output element),
-``peak_growth_bytes_per_element`` (the most the first whole judge raised it, per output element), ``verdicts``
+``peak_growth_bytes_per_element`` (the most the timed whole judges raised it, per output element), ``verdicts``
 (the checks that read outputs -> verdict: all ``pass`` for this honest evidence), ``same_verdicts`` (the same
 verdicts both ways).
 """
@@ -157,11 +157,10 @@ def measure(elements: int, trials: int, repeats: int = 1) -> dict[str, Any]:
     memory = ResidentPeak()
     held = memory.reset()
     try:
-        judge(ev)
+        judge_s, checks = whole_judges()
         growth = max(memory.peak, memory.now()) - held
     finally:
         memory.close()
-    judge_s, checks = whole_judges()
     ref = ev.refs[0]
     started = time.perf_counter()
     judge_output(ev.outputs[(0, "a")][0], ref["ref64"][0], ref["ref32"][0], TOLERANCE)
