@@ -143,6 +143,45 @@ def test_a_candidates_outputs_are_copied_out_on_arrival_and_their_pages_released
 
 
 @pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="memfd_create is Linux-only")
+@pytest.mark.parametrize(("in_memory", "copy"), [(True, True), (True, False), (False, False)])
+def test_a_skipped_payload_is_read_past_unkept_and_its_pages_go_back(in_memory: bool, copy: bool) -> None:
+    big = torch.randn(300_000)  # in the pipe too, read past in pieces: sent by a thread, as a child would
+    sent = {"out-0-a": big[:1000], "out-3-a": big, "out-3-b": big * 2, "out-30-a": big[:7], "out-shape": big[:5]}
+    read_fd, write_fd = os.pipe()
+    memory = os.memfd_create("ka-test", os.MFD_CLOEXEC)
+    places: dict[str, tuple[int, int]] = {}
+    asked: list[str] = []
+
+    def send() -> None:
+        channel = BlobChannel(write_fd, memory if in_memory else None)
+        for name, tensor in sent.items():
+            channel.send_parts(name, pack_groups(torch, {"outputs": [tensor]}))
+        os.close(write_fd)
+
+    def skip(name: str) -> bool:
+        asked.append(name)
+        return name.startswith("out-3-")
+
+    thread = threading.Thread(target=send)
+    thread.start()
+    with os.fdopen(read_fd, "rb", buffering=0) as stream:
+        got = read_blobs(stream, memory if in_memory else None, copy=copy, skip=skip, places=places)
+    thread.join(timeout=60)
+    blocks = os.fstat(memory).st_blocks
+    assert asked == list(sent), "asked once for each payload, in order"
+    assert sorted(got) == ["out-0-a", "out-30-a", "out-shape"]
+    for name in got:
+        loaded = unpack_groups(torch, got[name])  # type: ignore[arg-type]
+        assert loaded is not None and torch.equal(loaded["outputs"][0], sent[name]), name
+    if in_memory and not copy:
+        assert sorted(places) == sorted(got) and all(size > 0 for _, size in places.values())
+        assert blocks * 512 < big.numel() * 4, "the skipped payloads' pages went back, the mapped ones stayed"
+    else:
+        assert places == {} and blocks * 512 <= len(sent) * 4096, "at most each payload's last partial page"
+    os.close(memory)
+
+
+@pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="memfd_create is Linux-only")
 def test_identical_outputs_are_held_once_and_any_other_apart() -> None:
     out = torch.randn(5_000)
     other = out.clone()
@@ -183,18 +222,21 @@ def test_a_payload_is_its_twin_only_when_every_byte_matches(size: int, tmp_path:
         os.close(fd)
 
 
-def test_the_statefulness_probe_crosses_as_frames_and_a_partial_one_reads_as_none() -> None:
+def test_the_statefulness_probe_crosses_as_four_blobs_and_a_missing_one_reads_as_none() -> None:
     from verify.harness.parent import _load_state_probe
+    from verify.harness.roles import STATE_PROBE_BLOBS
 
     x, y = torch.randn(4, 5), torch.randn(3)
     sent = {"first": [x, None], "second": [x * 2, None], "ref_x": [x, y], "ref_changed": [x + 1, y]}
-    got = _load_state_probe(_join(pack_groups(torch, sent)))
+    blobs = {STATE_PROBE_BLOBS[key]: _join(pack_groups(torch, {"outputs": values})) for key, values in sent.items()}
+    got = _load_state_probe(blobs)
     assert got is not None and got["first"][1] is None and got["second"][1] is None
     for key, values in sent.items():
         for a, b in zip(values, got[key], strict=True):
             assert (a is None and b is None) or torch.equal(a, b)
-    assert _load_state_probe(_join(pack_groups(torch, {"first": [x], "second": [x], "ref_x": [x]}))) is None
-    assert _load_state_probe(None) is None
+    assert _load_state_probe({k: v for k, v in blobs.items() if not k.endswith("-second")}) is None
+    assert _load_state_probe(blobs | {STATE_PROBE_BLOBS["ref_x"]: bytearray(b"\x01")}) is None
+    assert _load_state_probe({}) is None
 
 
 def _mixed() -> dict[str, list | None]:

@@ -107,6 +107,32 @@ def test_messages_keep_their_receive_times(tmp_path: Path, zygote: Zygote | None
     assert report.time_of("timing-end") - report.time_of("timing-start") >= 0.4
 
 
+@pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="memfd_create is Linux-only")
+def test_a_released_reference_gives_its_pages_back_and_the_others_stay_readable(tmp_path: Path) -> None:
+    body = f"""
+    import sys
+    sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
+    from verify.harness.common import BlobChannel
+    number = lambda flag: int(sys.argv[sys.argv.index(flag) + 1])
+    channel = BlobChannel(number("--blobs"), number("--blob-memory"))
+    for name, fill in (("ref-0", b"a"), ("ref-1", b"b"), ("ref-2", b"c")):
+        channel.send(name, fill * (8 << 20))
+    """
+    child = ChildProcess(_child(tmp_path, body), role="trusted", env=dict(os.environ), cwd=tmp_path, blobs=True,
+                         blob_memory="map")
+    assert child.wait(60).returncode == 0 and sorted(child.blobs) == ["ref-0", "ref-1", "ref-2"]
+    memory = child._memory
+    assert memory is not None, "the memory file stays open while payloads are mapped from it"
+    held = os.fstat(memory).st_blocks * 512
+    child.release_blob("ref-1")
+    child.release_blob("ref-9")  # one never sent: nothing to do
+    assert held - os.fstat(memory).st_blocks * 512 >= 8 << 20
+    assert sorted(child.blobs) == ["ref-0", "ref-2"]
+    child.close_memory()
+    assert child._memory is None
+    assert bytes(child.blobs["ref-0"][:3]) == b"aaa" and bytes(child.blobs["ref-2"][-3:]) == b"ccc"
+
+
 def test_wait_ready_returns_at_the_ready_mark_and_not_for_a_child_that_exits_or_stays_silent(tmp_path: Path, zygote: Zygote | None) -> None:
     ready = """
     import os, sys, time

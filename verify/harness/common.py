@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-HARNESS_VERSION = "1.22"
+HARNESS_VERSION = "1.23"
 
 # Attributes whose identity must not change once the candidate is imported (timer and harness patching).
 # (torch.manual_seed is left out: torch._dynamo rebinds it when it is first imported.)
@@ -383,14 +383,19 @@ def copy_payload(fd: int, offset: int, size: int, twin: bytearray | None = None,
     return twin
 
 
-def read_blobs(stream: Any, memory: int | None = None, copy: bool = False) -> dict[str, Any]:
+def read_blobs(stream: Any, memory: int | None = None, copy: bool = False,
+               skip: Callable[[str], bool] | None = None,
+               places: dict[str, tuple[int, int]] | None = None) -> dict[str, Any]:
     """Read every frame a ``BlobChannel`` wrote, until end of file (payloads as writable buffers).
 
     A payload in ``memory`` is mapped copy-on-write (no copy), or with ``copy`` read into the parent's own
     buffer the moment its frame arrives and released from the file: a candidate's process could otherwise
     rewrite its outputs after sending them, or truncate the file under a mapping (SIGBUS). A copied payload
     byte-identical to the last one of its size is that payload's buffer (``copy_payload``). A memory frame
-    without ``memory``, or one that points outside it, ends the reading as a malformed frame does.
+    without ``memory``, or one that points outside it, ends the reading as a malformed frame does. A payload
+    whose name ``skip`` accepts (asked as its frame arrives) is read past, and its pages given back, unkept.
+    ``places`` collects each mapped payload's offset and size, for giving its pages back later (the parent's
+    ``ChildProcess.release_blob``).
     """
     blobs: dict[str, Any] = {}
     last_of_size: dict[int, bytearray] = {}
@@ -434,9 +439,21 @@ def read_blobs(stream: Any, memory: int | None = None, copy: bool = False) -> di
         try:
             length = int.from_bytes(exactly(4), "little")
             name = exactly(length & ~MEMORY_FRAME).decode("utf-8")
+            unkept = skip is not None and skip(name)
             if length & MEMORY_FRAME:
                 offset = int.from_bytes(exactly(8), "little")
-                blobs[name] = mapped(offset, int.from_bytes(exactly(8), "little"))
+                size = int.from_bytes(exactly(8), "little")
+                if unkept:
+                    if memory is not None:
+                        punch_hole(memory, offset, size)
+                    continue
+                blobs[name] = mapped(offset, size)
+                if places is not None and not copy:
+                    places[name] = (offset, size)
+            elif unkept:
+                left = int.from_bytes(exactly(8), "little")
+                while left:
+                    left -= len(exactly(min(left, 1 << 20)))
             else:
                 blobs[name] = payload(int.from_bytes(exactly(8), "little"))
         except (EOFError, ValueError, OSError):

@@ -29,10 +29,18 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from verify.harness.common import HARNESS_VERSION, die_with_parent, make_non_dumpable, read_blobs, wait_until
+from verify.harness.common import (
+    HARNESS_VERSION,
+    die_with_parent,
+    make_non_dumpable,
+    punch_hole,
+    read_blobs,
+    wait_until,
+)
 from verify.harness.frames import unpack_groups
 from verify.harness.fused import FUSED_USED, warm_fused
 from verify.harness.gate import GateKeeper, GpuGate
@@ -47,7 +55,9 @@ from verify.harness.judge import (
     shape_probe,
     trivial_gap_allowance,
 )
+from verify.harness.memory import TrialSize, available_bytes, trials_that_fit
 from verify.harness.report import render_text
+from verify.harness.roles import STATE_PROBE_BLOBS
 from verify.harness.static import scan_source, static_verdicts
 from verify.harness.task import init_variant, shape_variant
 from verify.harness.tensors import DISTRIBUTIONS
@@ -293,6 +303,8 @@ class ChildProcess:
         self._paused_s = 0.0
         self._pausing_since: float | None = None
         self.blobs: dict[str, Any] = {}
+        self.skip_blob: Callable[[str], bool] | None = None
+        self._places: dict[str, tuple[int, int]] = {}
         self._log_path = Path(cwd) / f"{role}.log"
         self._chunks: list[tuple[float, bytes]] = []
         self._probe_started: float | None = None
@@ -343,11 +355,28 @@ class ChildProcess:
     def _read_blobs(self, read_fd: int) -> None:
         try:
             with os.fdopen(read_fd, "rb", buffering=0) as stream:
-                self.blobs = read_blobs(stream, self._memory, copy=self._copy_blobs)
+                self.blobs = read_blobs(stream, self._memory, copy=self._copy_blobs,
+                                        skip=lambda name: self.skip_blob is not None and self.skip_blob(name),
+                                        places=self._places)
         finally:
-            if self._memory is not None:
-                os.close(self._memory)
-                self._memory = None
+            # Mapped payloads keep the memory file open for release_blob; copied ones need it no more.
+            if self._memory is not None and (self._copy_blobs or not self._places):
+                self.close_memory()
+
+    def release_blob(self, name: str) -> None:
+        """Forget payload ``name`` and give a mapped one's pages back: nothing may read its tensors after this."""
+        payload = self.blobs.pop(name, None)
+        place = self._places.pop(name, None)
+        with contextlib.suppress(BufferError, AttributeError):
+            payload.close()
+        if place is not None and self._memory is not None:
+            punch_hole(self._memory, *place)
+
+    def close_memory(self) -> None:
+        """Close the memory file: mapped payloads stay readable, and their pages stay until they are unmapped."""
+        if self._memory is not None:
+            os.close(self._memory)
+            self._memory = None
 
     def _read(self, read_fd: int) -> None:
         buffer = b""
@@ -532,16 +561,11 @@ def _load_references(blob: bytearray | None) -> dict[str, Any] | None:
     return {"ref64": groups.get("ref64"), "ref32": groups["ref32"]}
 
 
-def _load_state_probe(blob: bytearray | None) -> dict[str, Any] | None:
-    """The statefulness probe's four output lists (``first``, ``second``, ``ref_x``, ``ref_changed``); None when
-    absent or unreadable."""
-    import torch
-
-    groups = unpack_groups(torch, blob)
-    keys = ("first", "second", "ref_x", "ref_changed")
-    if groups is None or any(groups.get(k) is None for k in keys):
-        return None
-    return {k: groups[k] for k in keys}
+def _load_state_probe(blobs: dict[str, Any]) -> dict[str, Any] | None:
+    """The statefulness probe's four output lists (``first``, ``second``, ``ref_x``, ``ref_changed``), each from its
+    blob (``STATE_PROBE_BLOBS``); None when one is absent or unreadable."""
+    probe = {key: _load_blob_list(blobs.get(name)) for key, name in STATE_PROBE_BLOBS.items()}
+    return None if any(v is None for v in probe.values()) else probe
 
 
 def _load_outputs(blobs: dict[str, bytearray], report: ChildReport) -> dict[tuple[int, str], list[Any]]:
@@ -701,6 +725,7 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
     keepers = {role: GateKeeper(gate, str(root / f"gate-{role}"), role, marks=marks) if gate.sharing else None
                for role in ("trusted", "run")}
     report["gate"] = {"mode": gate.mode if gate.path else None}
+    trusted: ChildProcess | None = None
     # The parent needs torch only to read the references; importing it now overlaps the compile step.
     threading.Thread(target=_import_torch, daemon=True).start()
     try:
@@ -786,6 +811,14 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
                               checks={}, static=findings, log="\n".join(log))
                 return report
             ev.refs[trial["index"]] = refs
+        if "ref-shape" in trusted.blobs:
+            ev.shape_ref = _load_references(trusted.blobs["ref-shape"])
+        if "ref-init" in trusted.blobs:
+            ev.init_ref = _load_references(trusted.blobs["ref-init"])
+        reduced = fit_trials(ev, trusted, runner, job.get("deep_trials", 2))
+        if reduced:
+            report["trials_reduced"] = reduced
+            marks.append((time.monotonic(), f"trials-reduced:{reduced['judged']}"))
         # While the candidate runs: the judge's fused passes, if these outputs are large enough to use them.
         warm_fused(max((getattr(t, "numel", lambda: 0)() for refs in ev.refs.values() for t in refs["ref32"]),
                        default=0))
@@ -804,10 +837,6 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
             baselines.release()
             report["baselines"] = {"from": "cache" if cached else "measured", "key": baselines.key[:16],
                                    "overhead": "task" if cached else "cache" if overhead_cached else "measured"}
-        if "ref-shape" in trusted.blobs:
-            ev.shape_ref = _load_references(trusted.blobs["ref-shape"])
-        if "ref-init" in trusted.blobs:
-            ev.init_ref = _load_references(trusted.blobs["ref-init"])
         shutil.rmtree(trusted_dir, ignore_errors=True)
         for path in shared_dir.iterdir():
             path.chmod(0o444)
@@ -833,8 +862,7 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
             ev.outputs = _load_outputs(runner.blobs, ev.run)
             ev.shape_out = _load_blob_list(runner.blobs.get("out-shape"))
             ev.init_out = _load_blob_list(runner.blobs.get("out-init"))
-            if "state-probe" in runner.blobs:
-                ev.state_probe = _load_state_probe(runner.blobs["state-probe"])
+            ev.state_probe = _load_state_probe(runner.blobs)
         gate.release()
         marks.append((time.monotonic(), "evidence-loaded"))
         checks, speed = judge(ev)
@@ -864,7 +892,8 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
             properties=properties(checks, findings, False if False in (probe_right, init_right) else probe_right),
             shape_probe={"right": probe_right, "evidence": probe_evidence},
             init_probe={"right": init_right, "evidence": init_evidence},
-            notes=[m.get("message") for m in ev.trusted.all("note")],
+            notes=[m.get("message") for m in ev.trusted.all("note")]
+            + ([reduced["why"]] if reduced else []),
             judge_fused={name: FUSED_USED[name] - fused_before[name] for name in FUSED_USED},
             harness_seconds=time.monotonic() - t_start,
             step_seconds={r.role: r.seconds for r in (ev.trusted, ev.compile, ev.run, ev.sanitizer) if r},
@@ -878,6 +907,8 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
         return report
     finally:
         gate.release()
+        if trusted is not None:
+            trusted.close_memory()
         if zygote is not None:
             zygote.close()
         if baselines:
@@ -892,6 +923,49 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
             report["work_dir"] = str(root)
         else:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def _nbytes(values: list[Any] | None) -> int:
+    return sum(v.numel() * v.element_size() for v in values or [] if hasattr(v, "element_size"))
+
+
+def fit_trials(ev: Evidence, trusted: ChildProcess, runner: ChildProcess | None, deep_trials: int) -> dict[str, Any] | None:
+    """Judge only the first trials whose evidence fits in the host's memory (``verify.harness.memory``); None when
+    all of them fit (every task but those with outputs of hundreds of millions of elements).
+
+    The other trials' references are given back now, and ``runner`` (the candidate's child, which has not started
+    its trials yet: it waits for the trusted child to be done) drops its outputs on them as they arrive.
+    """
+    available = available_bytes()
+    if available is None or len(ev.trials) < 2:
+        return None
+    sizes = [TrialSize(ref_bytes=_nbytes(ref.get("ref64")) + _nbytes(ref.get("ref32")),
+                       out_bytes=_nbytes(ref.get("ref32")), calls=3 if t["index"] < deep_trials else 1)
+             for t in ev.trials if (ref := ev.refs.get(t["index"])) is not None]
+    if len(sizes) != len(ev.trials):
+        return None
+    largest = max(s.out_bytes for s in sizes)
+    # The statefulness probe's four outputs, the shape and init probes' outputs, and one payload in transit.
+    extra = 4 * sizes[0].out_bytes + largest + sum(_nbytes((r or {}).get("ref32")) for r in (ev.shape_ref, ev.init_ref))
+    kept = trials_that_fit(sizes, extra, available)
+    if kept == len(sizes):
+        return None
+    planned = len(ev.trials)
+    dropped = {t["index"] for t in ev.trials[kept:]}
+    for index in dropped:
+        ev.refs.pop(index, None)
+        trusted.release_blob(f"ref-{index}")
+    if runner is not None:
+        unjudged = {f"out-{i}-" for i in dropped}
+        runner.skip_blob = lambda name: name[:name.rfind("-") + 1] in unjudged
+    ev.trials = ev.trials[:kept]
+    needed = sum(s.calls * s.out_bytes for s in sizes) + extra
+    gib = 2.0 ** 30
+    return {"planned": planned, "judged": kept, "unjudged": sorted(dropped), "needed_bytes": needed,
+            "available_bytes": available,
+            "why": f"judged on {kept} of {planned} trials: the candidate's outputs on all of them would need "
+                   f"{needed / gib:.1f} GiB more host memory, and {available / gib:.1f} GiB was available with the "
+                   f"references in (verify.harness.memory); it still ran every trial, whose other checks see them"}
 
 
 def _grants(keeper: GateKeeper | None, timeout_s: float = 3600.0) -> dict[str, Any]:

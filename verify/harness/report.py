@@ -50,6 +50,11 @@ def render_text(report: dict[str, Any]) -> str:
                 return "-" if v is None else f"{v:.3g}"
             lines.append(f"  {t['index']:>2} {t['distribution']:<13} {f('max_abs'):>10} {f('max_rel'):>10} {f('rel_l2'):>10} "
                          f"{f('fp32_rel_l2'):>10}  {'ok' if t.get('passed') else 'FAIL ' + str(t.get('reason', ''))[:60]}")
+        reduced = report.get("trials_reduced")
+        if reduced:
+            lines.append(f"  trials {', '.join(map(str, reduced['unjudged']))} not judged: the host's memory "
+                         f"(needed {reduced['needed_bytes'] / 2**30:.1f} GiB, {reduced['available_bytes'] / 2**30:.1f} "
+                         "available)")
     speed = report.get("speed") or {}
     if speed:
         lines.append("")

@@ -889,34 +889,44 @@ def _positions(rng: Any, flat: Any, count: int, allowed: Any | None) -> list[int
     return chosen
 
 
+STATE_PROBE_BLOBS: dict[str, str] = {key: f"state-probe-{key}" for key in ("first", "second", "ref_x", "ref_changed")}
+"""The statefulness probe's blobs, one list of outputs each: the parent reads these names, not names a message gives."""
+
+
 def _state_probe(torch: Any, call: Any, reference: Any, shared: Path, clock: Clock, work: Path, channel: Channel,
                  blobs: BlobChannel, restart: Restart) -> None:
     """Does an output depend on earlier calls? Call on X, then on X with a few unpredictable elements changed.
 
-    Sends both candidate outputs and the in-process fp32 references of X and X' (blob ``state-probe``); the
-    parent checks the first against the trusted reference and that the outputs the change moved moved. For a
-    stateful task every call starts from the first state (``restart``), as the references did.
+    Sends both candidate outputs and the in-process fp32 references of X and X' (blobs ``STATE_PROBE_BLOBS``),
+    each from the device as soon as it is computed: none is held in this process's memory (four outputs of a
+    billion elements are 16 GB). The parent checks the first against the trusted reference and that the outputs
+    the change moved moved. For a stateful task every call starts from the first state (``restart``), as the
+    references did.
     """
     x = load_values(torch, shared / "inputs-0", "cuda")
+
+    def send(key: str, values: list[Any]) -> None:
+        send_groups(torch, blobs, STATE_PROBE_BLOBS[key],
+                    {"outputs": [v if isinstance(v, torch.Tensor) else None for v in values]})
+
     restart()
     with torch.no_grad():
         first = _as_list(call([t.clone() if isinstance(t, torch.Tensor) else t for t in x]))
     clock.full_sync()
-    first = [_cpu(o) if isinstance(o, torch.Tensor) else None for o in first]
+    send("first", first)
+    del first
     changed, count = changed_positions(torch, x, int.from_bytes(_URANDOM(8), "little"))
-    with torch.no_grad():
-        restart()
-        ref_x = [_cpu(o) for o in _as_list(reference(*[t.clone() if isinstance(t, torch.Tensor) else t for t in x]))]
-        restart()
-        ref_changed = [_cpu(o) for o in _as_list(reference(*[t.clone() if isinstance(t, torch.Tensor) else t
-                                                             for t in changed]))]
-    clock.full_sync()
+    for key, inputs in (("ref_x", x), ("ref_changed", changed)):
+        with torch.no_grad():
+            restart()
+            values = _as_list(reference(*[t.clone() if isinstance(t, torch.Tensor) else t for t in inputs]))
+        clock.full_sync()
+        send(key, values)
+        del values
     restart()
     with torch.no_grad():
         kernels = _trace_kernels(torch, call, changed, work, keep_output=True)
-    second = [_cpu(o) if isinstance(o, torch.Tensor) else None for o in _as_list(kernels.pop())]
-    send_groups(torch, blobs, "state-probe", {"first": first, "second": second, "ref_x": ref_x,
-                                              "ref_changed": ref_changed})
+    send("second", _as_list(kernels.pop()))
     channel.send("state-probe", blob="state-probe", changed_elements=count, kernels=kernels)
 
 
