@@ -353,11 +353,12 @@ def test_jobs_stopped_before_go_first_and_alone_and_a_stop_says_so(monkeypatch: 
     assert started == [("a", "shared"), ("c", "shared"), ("b", "shared")]
 
 
-def test_a_script_killed_while_sharing_its_gpu_runs_once_more_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[str] = []
+def test_a_script_killed_while_sharing_runs_once_more_alone_on_its_gpu_and_the_host(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[str, str | None]] = []
 
     def run(*args: Any, env: dict[str, str], **kwargs: Any) -> dict[str, Any]:
-        calls.append(env["KA_GPU_GATE_MODE"])
+        calls.append((env["KA_GPU_GATE_MODE"], env.get("KA_HOST_GATE_MODE")))
         if outcomes[len(calls) - 1] == "killed":
             raise ScriptKilled("the eval script exited with code -9 and wrote no report:\n", 9)
         if outcomes[len(calls) - 1] == "crashed":
@@ -366,25 +367,29 @@ def test_a_script_killed_while_sharing_its_gpu_runs_once_more_alone(monkeypatch:
 
     monkeypatch.setattr(workers, "verify_code", run)
     env = {"KA_GPU_GATE_MODE": "shared"}
+    alone = ("exclusive", "exclusive")
     outcomes = ["killed", "flagged"]
     report = workers.verify_one(job("a"), VerifyOptions(), build=None, env=env)
-    assert calls == ["shared", "exclusive"] and report["status"] == "flagged"
-    assert report["gate"] == {"mode": "exclusive", "rerun": "killed by signal 9 while sharing the GPU"}
+    assert calls == [("shared", None), alone] and report["status"] == "flagged"
+    assert report["gate"] == {"mode": "exclusive", "rerun": "killed by signal 9 while sharing the host"}
     calls.clear()
     outcomes = ["killed", "killed"]
     report = workers.verify_one(job("a"), VerifyOptions(), build=None, env=env)
-    assert calls == ["shared", "exclusive"] and report["status"] == "error" and "code -9" in report["error"]
-    assert report["gate"] == {"rerun": "killed by signal 9 while sharing the GPU"}
-    for first, because, expected in (("killed", workers.STOPPED_BEFORE, ["exclusive"]),
-                                     ("crashed", None, ["shared"])):
-        calls.clear()
-        outcomes = [first, "flagged"]
-        report = workers.verify_one(job("a"), VerifyOptions(), build=None, env=env, alone_because=because)
-        assert calls == expected and report["status"] == "error"
+    assert calls == [("shared", None), alone] and report["status"] == "error" and "code -9" in report["error"]
+    assert report["gate"] == {"rerun": "killed by signal 9 while sharing the host"}
+    # A job that already holds its GPU alone (stopped by an earlier batch) still shared the host.
+    calls.clear()
+    outcomes = ["killed", "flagged"]
+    report = workers.verify_one(job("a"), VerifyOptions(), build=None, env=env, alone_because=workers.STOPPED_BEFORE)
+    assert calls == [("exclusive", None), alone] and report["status"] == "flagged"
+    calls.clear()
+    outcomes = ["crashed", "flagged"]
+    report = workers.verify_one(job("a"), VerifyOptions(), build=None, env=env)
+    assert calls == [("shared", None)] and report["status"] == "error"
     calls.clear()
     outcomes = ["flagged"]
     report = workers.verify_one(job("a"), VerifyOptions(), build=None, env=env)
-    assert calls == ["shared"] and report == {"status": "flagged", "gate": {"mode": "shared"}}
+    assert calls == [("shared", None)] and report == {"status": "flagged", "gate": {"mode": "shared"}}
 
 
 def test_the_pipeline_passes_exclusive_keys_on_and_hands_back_the_stopped(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -381,6 +381,36 @@ def test_a_verification_whose_child_the_host_killed_while_sharing_runs_again_alo
     assert {n for n, c in report["checks"].items() if c["verdict"] == "fail"} <= {"not-a-kernel"}
 
 
+def test_a_rerun_for_a_child_the_host_killed_waits_to_be_alone_on_the_host(tmp_path: Path) -> None:
+    options = VerifyOptions(device="cpu", trials=2, shape_probe=False)
+    host_lock = str(tmp_path / "host.lock")
+    env = {"KA_GPU_GATE": str(tmp_path / "gpu-0.lock"), "KA_GPU_GATE_MODE": "shared", "KA_HOST_GATE": host_lock}
+    calls = tmp_path / "reference-calls"
+    task = TASK.replace("return torch.relu(self.lin(x))",
+                        f"if x.dtype == torch.float64:\n            open({str(calls)!r}, 'a').write('.')\n        "
+                        + _dies_once(tmp_path / "trusted-once", "SIGKILL", "x.dtype == torch.float64")
+                        + "        return torch.relu(self.lin(x))")
+    other = GpuGate(host_lock, "shared")  # another verification of the batch, on the host throughout
+    assert other.acquire()
+    reports: list[dict] = []
+    thread = threading.Thread(target=lambda: reports.append(verify_code(task, HONEST, "model-new", options, env=env)))
+    thread.start()
+    try:
+        assert wait_until(lambda: (tmp_path / "trusted-once").exists(), 120.0), "the first run's trusted child died"
+        time.sleep(4.0)
+        assert calls.read_text() == ".", "the rerun waits while another verification holds the host"
+        assert not reports
+    finally:
+        other.release()
+    thread.join(timeout=300)
+    [report] = reports
+    assert report["gate"] == {"mode": "exclusive", "host": "alone",
+                              "rerun": "the trusted child was killed by SIGKILL while sharing the GPU"}
+    assert report["status"] == "flagged" and len(calls.read_text()) > 1
+    # Released: a verification of the batch gets the host beside others again.
+    assert GpuGate(host_lock, "shared").acquire() and GpuGate(host_lock, "shared").acquire()
+
+
 def test_a_child_that_crashes_or_is_killed_without_sharing_gets_no_second_run(tmp_path: Path) -> None:
     options = VerifyOptions(device="cpu", trials=2, shape_probe=False)
     shared = {"KA_GPU_GATE": str(tmp_path / "gpu-0.lock"), "KA_GPU_GATE_MODE": "shared"}

@@ -173,7 +173,7 @@ def gate_environment(folder: str, key: str, gpu: str, mode: str | None = None,
         >>> sorted(gate_environment("batch", "secret", "0").items())[:2]
         [('KA_BASELINE_CACHE', 'batch/baselines-gpu-0'), ('KA_BASELINE_KEY', 'secret')]
     """
-    return {"KA_GPU_GATE": os.path.join(folder, f"gpu-{gpu}.lock"),
+    return {"KA_GPU_GATE": os.path.join(folder, f"gpu-{gpu}.lock"), "KA_HOST_GATE": os.path.join(folder, "host.lock"),
             "KA_GPU_GATE_MODE": mode or os.environ.get("KA_GPU_GATE_MODE") or BATCH_GATE_MODE,
             "KA_GPU_SEATS": str(seats or gpu_seats()),
             "KA_BASELINE_CACHE": os.path.join(folder, f"baselines-gpu-{gpu}"), "KA_BASELINE_KEY": key}
@@ -231,15 +231,18 @@ def verify_one(job: VerifyJob, options: VerifyOptions, *, build: BuildResult | N
     With ``zygotes`` the script forks its children from the slot's zygote (``verify.batch.zygotes``). With
     ``alone_because`` the script holds its GPU alone throughout, and its report's ``gate.rerun`` says why. A script
     killed by a signal while sharing its GPU (``verify.runner.ScriptKilled``: on a loaded host, most often the
-    out-of-memory killer) is run once more, alone; killed again, its error report stands.
+    out-of-memory killer) is run once more, alone on its GPU and on the host (``KA_HOST_GATE_MODE=exclusive``: it
+    waits for the host's other verifications to end, and they for it); killed again, its error report stands.
 
     Raises:
         verify.runner.BatchStopped: the batch's hard limit ``stop_at`` (a ``time.time()``) stopped it.
     """
     from verify.jobs import error_report
 
+    host_alone = False
     while True:
-        run_env = env | ({"KA_GPU_GATE_MODE": "exclusive"} if alone_because else {})
+        run_env = env | ({"KA_GPU_GATE_MODE": "exclusive"} if alone_because else {}) \
+            | ({"KA_HOST_GATE_MODE": "exclusive"} if host_alone else {})
         try:
             with zygotes.for_script() if zygotes is not None else contextlib.nullcontext(({}, ())) as (extra, fds):
                 report = verify_code(job.task_code, job.kernel_code, job.form, options,
@@ -248,8 +251,9 @@ def verify_one(job: VerifyJob, options: VerifyOptions, *, build: BuildResult | N
                                      env=run_env | {"KA_DIE_WITH_PARENT": "1"} | extra, stop_at=stop_at,
                                      pass_fds=fds)
         except ScriptKilled as error:
-            if run_env.get("KA_GPU_GATE_MODE") != "exclusive":
-                alone_because = f"killed by signal {error.signal} while sharing the GPU"
+            if not host_alone:
+                # Most often the out-of-memory killer: alone on the host, not only on its GPU.
+                alone_because, host_alone = f"killed by signal {error.signal} while sharing the host", True
                 continue
             report = error_report(job, error)
         except (ValueError, VerifyError) as error:

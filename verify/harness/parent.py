@@ -603,26 +603,45 @@ def _base_report(embedded: dict[str, Any], mode: str) -> dict[str, Any]:
     }
 
 
+HOST_GATE_ENV, HOST_GATE_MODE_ENV = "KA_HOST_GATE", "KA_HOST_GATE_MODE"
+"""The batch's lock file for the whole host (``verify.batch.workers.gate_environment``), and this script's mode on it:
+``shared`` (the default) beside the host's other verifications, ``exclusive`` alone on the host."""
+
+
 def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str) -> dict[str, Any]:
     """Run every step and judge; the report dict.
 
     Behind a shared gate (``KA_GPU_GATE_MODE=shared``) a verification that ran out of GPU memory (another
     verification's untimed work held some of it), failing or losing a baseline, or whose child was killed by the
     host (``killed_by_host``), runs once more with the GPU alone, so sharing never decides a verdict; ``gate`` in
-    the report says so.
+    the report says so. In a batch every verification holds the host's gate (``KA_HOST_GATE``) beside the others
+    throughout; a rerun for a child the host killed holds it alone, for the host's memory was what ran out: in
+    session 33 two kernels with outputs of 660M and 1.07 billion elements computed their references at once, and
+    the rerun of the one killed, with the GPU alone, was killed again beside the other's judge.
     """
     make_non_dumpable()
     gate = GpuGate.from_environment()
-    report = _verify(args, embedded, script, gate)
-    why = None
-    if gate.sharing:
-        killed = killed_by_host(report)
-        why = ("out of GPU memory while sharing the GPU" if out_of_memory(report) else
-               f"the {killed} child was killed by SIGKILL while sharing the GPU" if killed else None)
-    if why:
-        report = _verify(args, embedded, script, GpuGate(gate.path, "exclusive", gate.seats))
-        report["gate"] = {"mode": "exclusive", "rerun": why}
-    return report
+    host = GpuGate(os.environ.get(HOST_GATE_ENV) or None, os.environ.get(HOST_GATE_MODE_ENV) or "shared")
+    try:
+        host.acquire()
+        report = _verify(args, embedded, script, gate)
+        why, killed = None, None
+        if gate.sharing:
+            killed = killed_by_host(report)
+            why = ("out of GPU memory while sharing the GPU" if out_of_memory(report) else
+                   f"the {killed} child was killed by SIGKILL while sharing the GPU" if killed else None)
+        if why:
+            if killed and host.path and host.mode != "exclusive":
+                host.release()
+                host = GpuGate(host.path, "exclusive")
+                host.acquire()
+            report = _verify(args, embedded, script, GpuGate(gate.path, "exclusive", gate.seats))
+            report["gate"] = {"mode": "exclusive", "rerun": why} | ({"host": "alone"} if host.held == "alone" else {})
+        elif host.held == "alone":
+            report.setdefault("gate", {})["host"] = "alone"
+        return report
+    finally:
+        host.release()
 
 
 def killed_by_host(report: dict[str, Any]) -> str | None:
