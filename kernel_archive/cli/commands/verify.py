@@ -63,8 +63,11 @@ of them, default 6 or 3, on the GPU at once, any others starting up or judging m
 overlaps; every timed series has the GPU to itself; KA_GPU_GATE_MODE=exclusive gives each verification the GPU
 alone throughout; each slot forks its scripts' children from one zygote that imported torch once,
 KA_SLOT_ZYGOTE=0 for one per script; KA_PCH=1 shares precompiled torch headers between builds, measured
-slower on an H200), stored as each finishes, and skipped when already verified by this harness version (so an
-interrupted batch resumes; --force verifies again). --ray ADDRESS runs the same on a Ray cluster.
+slower on an H200; a verification whose child the host killed runs again alone on the host), stored as each
+finishes, and skipped when already verified by this harness version (so an interrupted batch resumes; --force
+verifies again). --ray ADDRESS runs the same on a Ray cluster. A task whose outputs would not fit in the host's
+memory for every trial (KA_MEMORY_AVAILABLE overrides what the host reports) is judged on its first trials, and
+its report's trials_reduced says so.
 See docs/verify-batch.md.
 
   kernel-archive verify --source cuda-l1 --gpus 2 --i-understand-this-runs-untrusted-code
