@@ -408,7 +408,17 @@ def test_a_rerun_for_a_child_the_host_killed_waits_to_be_alone_on_the_host(tmp_p
                               "rerun": "the trusted child was killed by SIGKILL while sharing the GPU"}
     assert report["status"] == "flagged" and len(calls.read_text()) > 1
     # Released: a verification of the batch gets the host beside others again.
-    assert GpuGate(host_lock, "shared").acquire() and GpuGate(host_lock, "shared").acquire()
+    again = [GpuGate(host_lock, "shared"), GpuGate(host_lock, "shared")]
+    assert all(g.acquire() for g in again)
+    for g in again:
+        g.release()
+    # With the GPU alone throughout (an exclusive batch), the host is still shared: the same rerun, alone on it.
+    (tmp_path / "trusted-once").unlink()
+    report = verify_code(task, HONEST, "model-new", options, env=env | {"KA_GPU_GATE_MODE": "exclusive",
+                                                                        "KA_GPU_GATE": str(tmp_path / "gpu-1.lock")})
+    assert report["gate"] == {"mode": "exclusive", "host": "alone",
+                              "rerun": "the trusted child was killed by SIGKILL while sharing the host"}
+    assert report["status"] == "flagged"
 
 
 def test_a_child_that_crashes_or_is_killed_without_sharing_gets_no_second_run(tmp_path: Path) -> None:

@@ -444,8 +444,9 @@ def read_blobs(stream: Any, memory: int | None = None, copy: bool = False,
                 offset = int.from_bytes(exactly(8), "little")
                 size = int.from_bytes(exactly(8), "little")
                 if unkept:
-                    if memory is not None:
-                        punch_hole(memory, offset, size)
+                    if memory is None:
+                        raise EOFError
+                    punch_hole(memory, offset, size)
                     continue
                 blobs[name] = mapped(offset, size)
                 if places is not None and not copy:

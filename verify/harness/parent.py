@@ -615,7 +615,8 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
     verification's untimed work held some of it), failing or losing a baseline, or whose child was killed by the
     host (``killed_by_host``), runs once more with the GPU alone, so sharing never decides a verdict; ``gate`` in
     the report says so. In a batch every verification holds the host's gate (``KA_HOST_GATE``) beside the others
-    throughout; a rerun for a child the host killed holds it alone, for the host's memory was what ran out: in
+    throughout; a rerun for a child the host killed (with the GPU shared or not) holds it alone, for the host's
+    memory was what ran out: in
     session 33 two kernels with outputs of 660M and 1.07 billion elements computed their references at once, and
     the rerun of the one killed, with the GPU alone, was killed again beside the other's judge.
     """
@@ -625,11 +626,10 @@ def full_report(args: argparse.Namespace, embedded: dict[str, Any], script: str)
     try:
         host.acquire()
         report = _verify(args, embedded, script, gate)
-        why, killed = None, None
-        if gate.sharing:
-            killed = killed_by_host(report)
-            why = ("out of GPU memory while sharing the GPU" if out_of_memory(report) else
-                   f"the {killed} child was killed by SIGKILL while sharing the GPU" if killed else None)
+        killed = killed_by_host(report) if gate.sharing or (host.path and host.mode != "exclusive") else None
+        why = ("out of GPU memory while sharing the GPU" if gate.sharing and out_of_memory(report) else
+               f"the {killed} child was killed by SIGKILL while sharing the {'GPU' if gate.sharing else 'host'}"
+               if killed else None)
         if why:
             if killed and host.path and host.mode != "exclusive":
                 host.release()
