@@ -649,7 +649,7 @@ def _with_state_probe(ev: Evidence, stale: bool, own_kernels: bool = True) -> Ev
                       "ref_x": [first.clone()], "ref_changed": [torch.relu(x2).float()]}
     kernels = [{"name": "relu_k(float const*, float*, long)", "stream": 7, "calls": 1, "device_us": 2.5,
                 "library": False}] if own_kernels else []
-    ev.run.messages.insert(-1, {"kind": "state-probe", "blob": "state-probe", "changed_elements": 4, "kernels": kernels})
+    ev.run.messages.insert(-1, {"kind": "state-probe", "changed_elements": 4, "kernels": kernels})
     ev.run.received.append(99.0)
     return ev
 

@@ -927,7 +927,7 @@ def _state_probe(torch: Any, call: Any, reference: Any, shared: Path, clock: Clo
     with torch.no_grad():
         kernels = _trace_kernels(torch, call, changed, work, keep_output=True)
     send("second", _as_list(kernels.pop()))
-    channel.send("state-probe", blob="state-probe", changed_elements=count, kernels=kernels)
+    channel.send("state-probe", changed_elements=count, kernels=kernels)
 
 
 _URANDOM = os.urandom
