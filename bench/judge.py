@@ -75,7 +75,7 @@ def evidence(elements: int, trials: int) -> Any:
              "ref_x": [refs[0]["ref32"][0].clone()], "ref_changed": [changed]}
     timed = {"seed_base": 7, "fingerprints": [call_fingerprints(torch.full((64,), float(i))) for i in range(3)]}
     messages += [{"kind": "timing", "which": "candidate", "result": timed},
-                 {"kind": "state-probe", "blob": "state-probe", "changed_elements": len(range(0, elements, 4096)),
+                 {"kind": "state-probe", "changed_elements": len(range(0, elements, 4096)),
                   "kernels": []},
                  {"kind": "done"}]
     run = ChildReport(role="run", returncode=0, messages=messages, received=[0.0] * len(messages))

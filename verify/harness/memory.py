@@ -41,6 +41,16 @@ class TrialSize:
     calls: int
 
 
+def outputs_needed(sizes: list[TrialSize], extra_bytes: int) -> int:
+    """Bytes the candidate's outputs on the trials of ``sizes`` take, with ``extra_bytes``.
+
+    Example:
+        >>> outputs_needed([TrialSize(12, 4, 3), TrialSize(12, 4, 1)], extra_bytes=16)
+        32
+    """
+    return sum(s.calls * s.out_bytes for s in sizes) + extra_bytes
+
+
 def trials_that_fit(sizes: list[TrialSize], extra_bytes: int, available: int, fill: float = MEMORY_FILL) -> int:
     """How many of the first trials the parent can judge: at least one.
 
@@ -55,8 +65,7 @@ def trials_that_fit(sizes: list[TrialSize], extra_bytes: int, available: int, fi
     n = len(sizes)
     while n > 1:
         freed = sum(s.ref_bytes for s in sizes[n:])
-        needed = sum(s.calls * s.out_bytes for s in sizes[:n]) + extra_bytes
-        if needed <= fill * (available + freed):
+        if outputs_needed(sizes[:n], extra_bytes) <= fill * (available + freed):
             break
         n -= 1
     return n

@@ -55,7 +55,7 @@ from verify.harness.judge import (
     shape_probe,
     trivial_gap_allowance,
 )
-from verify.harness.memory import TrialSize, available_bytes, trials_that_fit
+from verify.harness.memory import TrialSize, available_bytes, outputs_needed, trials_that_fit
 from verify.harness.report import render_text
 from verify.harness.roles import STATE_PROBE_BLOBS
 from verify.harness.static import scan_source, static_verdicts
@@ -978,7 +978,7 @@ def fit_trials(ev: Evidence, trusted: ChildProcess, runner: ChildProcess | None,
         unjudged = {f"out-{i}-" for i in dropped}
         runner.skip_blob = lambda name: name[:name.rfind("-") + 1] in unjudged
     ev.trials = ev.trials[:kept]
-    needed = sum(s.calls * s.out_bytes for s in sizes) + extra
+    needed = outputs_needed(sizes, extra)
     gib = 2.0 ** 30
     return {"planned": planned, "judged": kept, "unjudged": sorted(dropped), "needed_bytes": needed,
             "available_bytes": available,
