@@ -26,7 +26,8 @@ whole hold in the exclusive mode), averaged over the GPUs (``verify.batch.stats.
 (``verify.batch.stats.alone_waits``), and ``give_way_wait_mean_s_cold`` and ``give_way_wait_median_s_cold``: how long its
 children stood back, in all, for other kernels' timed work (``verify.batch.stats.give_way_waits``). ``ready_median_s_cold``, ``seat_wait_median_s_cold`` and
 ``seat_hold_median_s_cold``: when a kernel was ready for the GPU, how long it then waited for a seat and how long it
-held one (``verify.batch.stats.seat_times``). ``host_cpu_s_per_kernel_cold``: the host CPU seconds (user and system, every
+held one (``verify.batch.stats.seat_times``). ``pass_start_s_cold`` and ``pass_end_s_cold``: the cold pass's seconds
+before its first script started and after its last report (``Recorder.ends``). ``host_cpu_s_per_kernel_cold``: the host CPU seconds (user and system, every
 process of the pass: builds, scripts, children) per kernel finished, and ``cpu_s_by_process_cold`` the mean of each
 of a kernel's processes (``verify.batch.stats.cpu_by_process``); ``--no-zygote`` starts each verification's
 children by exec instead of forking them from one zygote (``zygote`` says which), and ``--no-slot-zygote`` forks them
@@ -141,6 +142,25 @@ class Recorder:
         self.cpu_s = 0.0
         self.exclusive: set[str] = set()
         self.stopped: list[Stopped] = []
+        self.arrivals: list[tuple[float, float]] = []
+        """(when each report arrived, ``time.monotonic()``; its script's seconds in its slot, ``batch.seconds``)."""
+
+    def ends(self) -> dict[str, float | None]:
+        """Seconds from the pass's start to its first script's start (``start_s``: the toolchain, the plan, the
+        pool), and from its last report to the pass's end (``end_s``); None before any report.
+
+        Example:
+            >>> recorder = Recorder(Path("/nonexistent/r.jsonl"), 1)
+            >>> recorder.stats.started, recorder.stats.finished_at = 0.0, 50.0
+            >>> recorder.arrivals = [(30.0, 26.0), (45.0, 20.0)]
+            >>> recorder.ends()
+            {'start_s': 4.0, 'end_s': 5.0}
+        """
+        if not self.arrivals:
+            return {"start_s": None, "end_s": None}
+        end = self.stats.finished_at if self.stats.finished_at is not None else time.monotonic()
+        return {"start_s": round(min(at - s for at, s in self.arrivals) - self.stats.started, 2),
+                "end_s": round(end - max(at for at, _ in self.arrivals), 2)}
 
     def __call__(self, job: VerifyJob, report: dict[str, Any]) -> None:
         with self.path.open("a") as out:
@@ -148,6 +168,7 @@ class Recorder:
                                   "code_sha256": hashlib.sha256(job.kernel_code.encode()).hexdigest(),
                                   "report": report}, default=str) + "\n")
         self.reports[job.key] = report
+        self.arrivals.append((time.monotonic(), float((report.get("batch") or {}).get("seconds") or 0.0)))
         build = (report.get("batch") or {}).get("build") or {}
         self.stats.record(report, build_state=build.get("state"),
                           prebuild_s=build.get("seconds", 0.0) if build.get("state") == "built" else 0.0)
@@ -610,6 +631,7 @@ def main() -> int:
         **{f"share_{k}": v for k, v in cold.stats.shares().items() if k != "other"},
         "share_other": cold.stats.shares()["other"],
         "warm_shares": warm.stats.shares(),
+        **{f"pass_{k}_cold": v for k, v in cold.ends().items()},
         "statuses_cold": dict(cold.stats.statuses), "builds_cold": dict(cold.stats.builds),
         "gate_mode": os.environ.get("KA_GPU_GATE_MODE") or BATCH_GATE_MODE,
         "slots_per_gpu": slots,

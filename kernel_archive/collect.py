@@ -270,7 +270,7 @@ class ProfileSetup:
             built = future.result()
         except (CancelledError, OSError, RuntimeError):
             return None
-        return built.entry if built.state in ("hit", "built") else None
+        return built.entry if built.state in ("hit", "built", "none") else None
 
     def environment(self, index: int) -> dict[str, str]:
         """Variables for the ``index``-th profile: its GPU, that GPU's gate and the build's toolchain.

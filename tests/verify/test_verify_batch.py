@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from batch_testing import HONEST, MUTATING, TASK, TASK_TANH, job
+from batch_testing import EXTENSION, HONEST, MUTATING, TASK, TASK_TANH, job
 
 from verify.batch import build_cache, workers
 from verify.batch.build_cache import BuildCache, BuildResult, Toolchain
@@ -67,7 +67,7 @@ def test_a_build_runs_once_under_concurrent_threads_and_is_a_hit_afterwards(tmp_
     monkeypatch.setattr(build_cache, "prebuild", _fake_prebuild(calls))
     cache = BuildCache(tmp_path, TOOLCHAIN)
     results: list[BuildResult] = []
-    threads = [threading.Thread(target=lambda: results.append(cache.ensure(job("a"), VerifyOptions())))
+    threads = [threading.Thread(target=lambda: results.append(cache.ensure(job("a", kernel=EXTENSION), VerifyOptions())))
                for _ in range(4)]
     for thread in threads:
         thread.start()
@@ -75,7 +75,7 @@ def test_a_build_runs_once_under_concurrent_threads_and_is_a_hit_afterwards(tmp_
         thread.join()
     assert calls == ["a"]
     assert sorted(r.state for r in results) == ["built", "hit", "hit", "hit"]
-    marker = cache.marker(job("a"))
+    marker = cache.marker(job("a", kernel=EXTENSION))
     assert marker is not None and marker["ok"] and marker["toolchain"]["arch"] == "9.0"
 
 
@@ -84,11 +84,11 @@ def test_a_failed_build_is_recorded_and_a_half_written_one_is_redone(tmp_path: P
     calls: list[str] = []
     monkeypatch.setattr(build_cache, "prebuild", _fake_prebuild(calls, ok=False, delay=0))
     cache = BuildCache(tmp_path, TOOLCHAIN)
-    assert cache.ensure(job("a"), VerifyOptions()).state == "failed"
-    again = cache.ensure(job("a"), VerifyOptions())
+    assert cache.ensure(job("a", kernel=EXTENSION), VerifyOptions()).state == "failed"
+    again = cache.ensure(job("a", kernel=EXTENSION), VerifyOptions())
     assert (again.state, again.error, calls) == ("failed", "nvcc said no", ["a"])
     monkeypatch.setattr(build_cache, "prebuild", _fake_prebuild(calls, delay=0))
-    other = job("b", kernel=HONEST + "# b\n")
+    other = job("b", kernel=EXTENSION + "# b\n")
     half = cache.entry(other)
     half.mkdir(parents=True)
     (half / "partial.o").write_text("killed mid-build: no marker")
@@ -99,7 +99,7 @@ BUILDER = """
 import sys, time
 from pathlib import Path
 sys.path[:0] = [{repo!r}, {tests!r}]
-from batch_testing import job
+from batch_testing import EXTENSION, job
 from verify.batch import build_cache
 from verify.batch.build_cache import BuildCache, Toolchain
 from verify.runner import VerifyOptions
@@ -112,7 +112,7 @@ def prebuild(job, entry, options, env):
 
 build_cache.prebuild = prebuild
 tc = Toolchain(torch="t", cuda="c", python="p", nvcc="n", arch="9.0")
-print(BuildCache({root!r}, tc).ensure(job("a"), VerifyOptions()).state)
+print(BuildCache({root!r}, tc).ensure(job("a", kernel=EXTENSION), VerifyOptions()).state)
 """
 
 
@@ -125,6 +125,21 @@ def test_concurrent_processes_build_a_key_once(tmp_path: Path) -> None:
     states = sorted(p.communicate(timeout=120)[0].strip() for p in processes)
     assert states == ["built", "hit", "hit"]
     assert log.read_text() == "build\n"
+
+
+def test_the_toolchain_reads_torch_as_an_import_would_and_names_a_python_without_it(tmp_path: Path) -> None:
+    import platform
+
+    import torch
+
+    found = build_cache.detect_toolchain(sys.executable, arch="9.0")
+    assert (found.torch, found.cuda, found.python, found.arch) == (
+        torch.__version__, torch.version.cuda, platform.python_version(), "9.0")
+    bare = tmp_path / "python"
+    bare.write_text(f"#!/bin/sh\nexec {sys.executable} -I -S \"$@\"\n")
+    bare.chmod(0o755)
+    with pytest.raises(RuntimeError, match="cannot import torch"):
+        build_cache.detect_toolchain(str(bare), arch="9.0")
 
 
 def test_gpu_ids_from_a_count_or_a_list() -> None:
@@ -175,23 +190,79 @@ def test_local_batch_runs_each_job_once_one_at_a_time_per_gpu_after_its_build(
     monkeypatch.setattr(build_cache, "prebuild", _fake_prebuild(calls, delay=0.05))
     fake = FakeVerify()
     monkeypatch.setattr(workers, "verify_one", fake)
-    jobs = [job(f"k{i}", kernel=HONEST + f"# {i}\n") for i in range(8)] + [job("bad", kernel=MUTATING)]
+    jobs = [job(f"k{i}", kernel=EXTENSION + f"# {i}\n") for i in range(8)] + [job("bad", kernel=MUTATING)]
     got: list[tuple[str, str]] = []
     LocalBatch(jobs, VerifyOptions(), gpus=["0", "1"], compile_workers=3, cache=BuildCache(tmp_path, TOOLCHAIN),
                slots=3).run(lambda f: got.append((f.job.key, f.report["status"])))
     assert sorted(k for k, _ in got) == sorted(j.key for j in jobs)
     assert dict(got)["bad"] == "failed"
-    assert {state for _, _, state in fake.log} == {"built"} and sorted(calls) == sorted(j.key for j in jobs)
+    states = {key: state for key, _, state in fake.log}
+    assert states == {j.key: "built" for j in jobs[:-1]} | {"bad": "none"} and sorted(calls) == [f"k{i}" for i in range(8)]
     assert {gpu for _, gpu, _ in fake.log} == {"0", "1"}
     assert max(fake.most_started.values()) == 3
+
+
+BUILDS = {
+    "torch's JIT builds": "from torch.utils.cpp_extension import load_inline\nm = load_inline(name='m', cpp_sources=[])",
+    "a JIT build, or a library loaded by path": "torch.ops.load_library('/tmp/k.so')",
+    "runtime compilation (NVRTC, CuPy, PyCUDA, numba)": "import cupy as cp\nk = cp.RawKernel(SRC, 'k')",
+    "a native library loaded by hand": "import ctypes\nlib = ctypes.CDLL('./k.so')",
+    "a compiler run by hand": "import subprocess\nsubprocess.run(['nvcc', 'k.cu'])",
+    "code made, or a module named, at run time": "exec(SRC)",
+    "encoded, compressed or serialised code": "import base64\nSRC = base64.b64decode(B)",
+}
+PLAIN = ("import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+         "        self.eval()\n        return torch.compile(torch.tanh)(x)  # no native code: evaluated, compiled later\n")
+
+
+@pytest.mark.parametrize("why", sorted(BUILDS))
+def test_a_kernel_names_its_build_and_only_then_gets_a_prebuild(why: str) -> None:
+    assert why in {reason for _, reason in build_cache.BUILD_HINTS}
+    assert build_cache.needs_build(job("b", kernel=PLAIN + BUILDS[why]), {})
+    assert not build_cache.needs_build(job("p", kernel=PLAIN), {})
+    assert build_cache.needs_build(VerifyJob(key="c", task_code=TASK, kernel_code=PLAIN, form="cuda-binding"), {})
+    assert build_cache.needs_build(job("p", kernel=PLAIN), {"KA_PREBUILD_ALL": "1"})
+
+
+def test_every_cuda_l1_kernel_that_builds_with_torch_gets_a_prebuild() -> None:
+    rows = REPO.parent / "shared" / "data" / "cuda-l1"
+    files = sorted(rows.glob("*.jsonl")) if rows.is_dir() else []
+    if not files:
+        pytest.skip(f"no CUDA-L1 data at {rows}")
+    import json
+
+    codes = [row.get("custom_code") or "" for path in files for row in map(json.loads, path.open()) if isinstance(row, dict)]
+    building = [code for code in codes if "load_inline" in code or "cpp_extension" in code]
+    assert building and all(build_cache.needs_build(job("k", kernel=code), {}) for code in building)
+    assert any(not build_cache.needs_build(job("k", kernel=code), {}) for code in codes if code)
+
+
+def test_a_kernel_with_nothing_to_build_takes_no_prebuild_and_starts_while_others_build(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    monkeypatch.setattr(build_cache, "prebuild", _fake_prebuild(calls, delay=1.0))
+    fake = FakeVerify(0.05)
+    monkeypatch.setattr(workers, "verify_one", fake)
+    cache = BuildCache(tmp_path, TOOLCHAIN)
+    jobs = [job("ext", kernel=EXTENSION), job("plain", kernel=HONEST)]
+    LocalBatch(jobs, VerifyOptions(), gpus=["0"], compile_workers=1, cache=cache, slots=1).run(lambda f: None)
+    assert calls == ["ext"]
+    assert [(key, state) for key, _, state in fake.log] == [("plain", "none"), ("ext", "built")]
+    assert cache.entry(jobs[1]).is_dir() and cache.marker(jobs[1]) is None
+
+
+def test_a_bad_build_niceness_stops_the_batch_before_any_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KA_BUILD_NICE", "low")
+    with pytest.raises(ValueError, match="KA_BUILD_NICE must be an integer niceness"):
+        LocalBatch([job("a", kernel=EXTENSION)], VerifyOptions(), gpus=["0"], cache=BuildCache(tmp_path, TOOLCHAIN))
 
 
 def test_a_failed_build_still_goes_to_the_gpu_whose_run_decides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(build_cache, "prebuild", _fake_prebuild([], ok=False, delay=0))
     fake = FakeVerify(0)
     monkeypatch.setattr(workers, "verify_one", fake)
-    LocalBatch([job("a")], VerifyOptions(), gpus=["0"], compile_workers=1, cache=BuildCache(tmp_path, TOOLCHAIN)).run(
-        lambda f: None)
+    LocalBatch([job("a", kernel=EXTENSION)], VerifyOptions(), gpus=["0"], compile_workers=1,
+               cache=BuildCache(tmp_path, TOOLCHAIN)).run(lambda f: None)
     assert fake.log == [("a", "0", "failed")]
 
 
@@ -458,7 +529,7 @@ def test_a_ray_verification_stopped_by_the_batch_returns_where_and_how_it_ran(
 
 
 def test_a_build_stopped_by_the_batch_leaves_no_marker(tmp_path: Path) -> None:
-    sleeper = "import time\ntime.sleep(60)\nclass ModelNew: pass\n"
+    sleeper = "import time\nfrom torch.utils.cpp_extension import load_inline\ntime.sleep(60)\nclass ModelNew: pass\n"
     cache = BuildCache(tmp_path, TOOLCHAIN)
     options = VerifyOptions(device="cpu")
     result: list[BuildResult] = []

@@ -39,6 +39,8 @@ def test_a_batch_on_two_slots_gives_the_single_kernel_verdicts_and_reuses_builds
         # CPU-only candidates have no GPU code: not-a-kernel fails or warns, nothing else (status flagged).
         assert _failed_checks(reports[key]) <= {"not-a-kernel"} and reports[key]["status"] == "flagged"
     assert reports["ext"]["batch"]["build"]["state"] == "built"
+    # Nothing in their code builds: no prebuild, their own compile step imported them.
+    assert {reports[k]["batch"]["build"]["state"] for k in ("honest", "mutating", "tanh")} == {"none"}
     for report in reports.values():
         # The gate is taken only once the trusted child has started and says it is ready.
         events = {(role, event): at for at, role, event in reversed(report["timeline"])}
@@ -99,8 +101,10 @@ def test_a_batch_killed_at_a_random_point_and_restarted_verifies_every_kernel_ex
 
 
 @pytest.mark.slow
-def test_the_ray_backend_on_a_local_cpu_instance(tmp_path: Path) -> None:
+def test_the_ray_backend_on_a_local_cpu_instance(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("ray")
+    # Every kernel prebuilt, so that the build tasks and their unpacking run without a minute-long real build.
+    monkeypatch.setenv("KA_PREBUILD_ALL", "1")
     jobs = [job("honest", kernel=HONEST), job("mutating", kernel=MUTATING)]
     reports: dict[str, dict[str, Any]] = {}
     summary = verify_jobs(jobs, OPTIONS, lambda j, r: reports.__setitem__(j.key, r), ray="local",

@@ -35,6 +35,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -57,7 +58,8 @@ if TYPE_CHECKING:
 MARKER = "BUILD.json"
 BUILD_NICE = 10
 """Scheduling niceness of prebuilds: the batch starts a build per core, and the GPU slots' processes (start-up,
-references, judging) must not wait behind them."""
+references, judging) must not wait behind them. ``KA_BUILD_NICE`` overrides it."""
+BUILD_NICE_ENV = "KA_BUILD_NICE"
 _RUNNING: set[subprocess.Popen[str]] = set()
 _RUNNING_LOCK = threading.Lock()
 _STOPPED: set[int] = set()
@@ -68,6 +70,42 @@ PCH_SWITCH = "KA_PCH"
 CUDA-L1 kernels 15% of its rate, session 32); ``0`` keeps them off even where ``KA_PCH_DIR`` is set."""
 # The flags the harness passes to torch's load (cuda-binding); model-new files choose their own.
 HARNESS_CUDA_FLAGS: tuple[str, ...] = ("-O3",)
+PREBUILD_ALL = "KA_PREBUILD_ALL"
+"""``1``: prebuild every kernel, also those whose code names no way to build (``needs_build``), for comparisons."""
+
+BUILD_HINTS: tuple[tuple[str, str], ...] = (
+    (r"\bload_inline\b|\bcpp_extension\b|(?:CUDA|Cpp|Build)Extension\b", "torch's JIT builds"),
+    (r"\bload\s*\(|\bload_library\b", "a JIT build, or a library loaded by path"),
+    (r"(?i:nvrtc)|\bcupy\b|\bpycuda\b|\bnumba\b", "runtime compilation (NVRTC, CuPy, PyCUDA, numba)"),
+    (r"\bctypes\b|\b(?:CDLL|cdll)\b", "a native library loaded by hand"),
+    (r"\bsubprocess\b|\bos\s*\.\s*(?:system|popen)\b|\bnvcc\b", "a compiler run by hand"),
+    (r"(?<![.\w])(?:exec|eval|compile)\s*\(|\b__import__\b|\bimportlib\b|\bbuiltins\b|__builtins__",
+     "code made, or a module named, at run time"),
+    (r"\b(?:base64|zlib|lzma|bz2|gzip|marshal|codecs|pickle)\b", "encoded, compressed or serialised code"),
+)
+"""What in a ``model-new`` file's code can make its import or its constructor build or load native code, the work a
+prebuild does ahead (regular expressions, each with why). A file that matches none has nothing a prebuild could do:
+its verification's own compile step imports it, before the GPU gate. A way missed here costs that kernel its build
+inside its verification's slot, never its verdict."""
+
+_BUILD_HINT = re.compile("|".join(f"(?:{pattern})" for pattern, _ in BUILD_HINTS))
+
+
+def needs_build(job: VerifyJob, env: dict[str, str] | os._Environ[str] = os.environ) -> bool:
+    """Whether a prebuild can save ``job``'s verification anything: always for a ``cuda-binding`` kernel (the harness
+    builds it), for a ``model-new`` file only where its code matches one of ``BUILD_HINTS`` (or with
+    ``KA_PREBUILD_ALL=1``).
+
+    Example:
+        >>> from verify.jobs import VerifyJob
+        >>> plain = VerifyJob(key="a", task_code="T", kernel_code="y = torch.tanh(x); m.eval()", form="model-new")
+        >>> built = VerifyJob(key="b", task_code="T", kernel_code="m = load_inline(name='m')", form="model-new")
+        >>> needs_build(plain), needs_build(built), needs_build(plain, {"KA_PREBUILD_ALL": "1"})
+        (False, True, True)
+    """
+    if job.form != "model-new" or env.get(PREBUILD_ALL) == "1":
+        return True
+    return _BUILD_HINT.search(job.kernel_code) is not None
 
 
 def default_pch_root() -> Path:
@@ -157,8 +195,16 @@ def detect_toolchain(python: str = sys.executable, arch: str | None = None) -> T
     Raises:
         RuntimeError: ``python`` cannot import torch.
     """
-    probe = ("import json, sys, torch; print(json.dumps({'torch': torch.__version__, "
-             "'cuda': torch.version.cuda, 'python': sys.version.split()[0]}))")
+    # torch/version.py read without importing torch (seconds on a loaded host, once a pass); the import where it fails.
+    probe = ("import json, os, runpy, sys, importlib.util\n"
+             "try:\n"
+             "    spec = importlib.util.find_spec('torch')\n"
+             "    v = runpy.run_path(os.path.join(os.path.dirname(spec.origin), 'version.py'))\n"
+             "    info = {'torch': v['__version__'], 'cuda': v['cuda']}\n"
+             "except Exception:\n"
+             "    import torch\n"
+             "    info = {'torch': torch.__version__, 'cuda': torch.version.cuda}\n"
+             "print(json.dumps(info | {'python': sys.version.split()[0]}))\n")
     done = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=300)
     if done.returncode != 0:
         raise RuntimeError(f"{python} cannot import torch: {done.stderr.strip()[-500:]}")
@@ -169,7 +215,8 @@ def detect_toolchain(python: str = sys.executable, arch: str | None = None) -> T
 
 @dataclass
 class BuildResult:
-    """How one job's build went: ``hit`` (built before), ``built`` (now), ``failed`` (the run builds it)."""
+    """How one job's build went: ``hit`` (built before), ``built`` (now), ``failed`` (the run builds it), ``none`` (its
+    code names no way to build, ``needs_build``: its verification imports it)."""
 
     key: str
     entry: Path
@@ -218,8 +265,20 @@ class BuildCache:
             env[PCH_ENV] = os.environ.get(PCH_ENV) or str(default_pch_root())
         return env
 
+    def unneeded(self, job: VerifyJob) -> BuildResult | None:
+        """A ``none`` result, its entry made (the verification's own build folder), where ``job`` needs no prebuild
+        (``needs_build``); else None."""
+        if needs_build(job):
+            return None
+        entry = self.entry(job)
+        entry.mkdir(parents=True, exist_ok=True)
+        return BuildResult(entry.name, entry, "none")
+
     def ensure(self, job: VerifyJob, options: VerifyOptions) -> BuildResult:
-        """Build the job's kernel unless built (or tried) before; safe when many processes ask at once."""
+        """Build the job's kernel unless built (or tried) before, or it needs no build (``unneeded``); safe when many
+        processes ask at once."""
+        if (unneeded := self.unneeded(job)) is not None:
+            return unneeded
         entry = self.entry(job)
         key = entry.name
         locks = self.root / ".locks"
@@ -267,7 +326,8 @@ def prebuild(job: VerifyJob, entry: Path, options: VerifyOptions,
         env = candidate_environment(dict(os.environ) | extra_env, str(home), str(entry))
         # GPUs hidden: candidate code runs on import, and must not share a GPU that is timing another kernel.
         env |= {"CUDA_VISIBLE_DEVICES": "", "MAX_JOBS": env.get("MAX_JOBS", "2")}
-        nice = ["nice", "-n", str(BUILD_NICE)] if shutil.which("nice") else []
+        niceness = build_niceness()
+        nice = ["nice", "-n", str(niceness)] if niceness and shutil.which("nice") else []
         process = subprocess.Popen([*nice, options.python, str(script), "--role", "compile", "--job", str(job_file)],
                                    env=env, cwd=home, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, start_new_session=True, text=True)
@@ -292,6 +352,23 @@ def prebuild(job: VerifyJob, entry: Path, options: VerifyOptions,
         return True, None, log
     errors = [m.get("message") for m in messages if m.get("kind") == "error"]
     return False, (errors[0] if errors else f"exit code {process.returncode}")[:2000], log
+
+
+def build_niceness(env: dict[str, str] | os._Environ[str] = os.environ) -> int:
+    """The prebuilds' niceness: ``KA_BUILD_NICE`` if set, else ``BUILD_NICE``.
+
+    Example:
+        >>> build_niceness({}), build_niceness({"KA_BUILD_NICE": "0"})
+        (10, 0)
+
+    Raises:
+        ValueError: ``KA_BUILD_NICE`` is not an integer.
+    """
+    value = env.get(BUILD_NICE_ENV) or str(BUILD_NICE)
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"{BUILD_NICE_ENV} must be an integer niceness (0-19), not {value!r}") from None
 
 
 def stop_prebuilds() -> int:

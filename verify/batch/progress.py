@@ -28,6 +28,12 @@ from rich.text import Text
 from verify.batch.stats import BatchStats, duration
 from verify.harness.timing import HOST_BOUND_BUSY
 
+BUILD_ROWS: tuple[tuple[str, str], ...] = (
+    ("hit", "builds hit"), ("built", "builds built"), ("failed", "builds failed"),
+    ("none", "nothing to build"),
+)
+"""The summary's rows for the build states (``verify.batch.build_cache.BuildResult``), in order."""
+
 
 class _StatsColumn(ProgressColumn):
     def __init__(self, stats: BatchStats) -> None:
@@ -83,9 +89,9 @@ def summary_table(stats: BatchStats) -> Table:
     table.add_row("kernels", f"{stats.done} of {stats.total}")
     table.add_row("kernels per minute", f"{stats.per_minute(end):.2f}")
     table.add_row("wall time", duration(end - stats.started))
-    for state in ("hit", "built", "failed"):
+    for state, label in BUILD_ROWS:
         if stats.builds[state]:
-            table.add_row(f"builds {state}", str(stats.builds[state]))
+            table.add_row(label, str(stats.builds[state]))
     for phase, share in stats.shares().items():
         table.add_row(f"share {phase}", f"{100 * share:.1f}%")
     if stats.timed:

@@ -105,7 +105,7 @@ def unpack_entry(data: bytes, entry: Path) -> None:
 def _build_task(job: VerifyJob, options: VerifyOptions, root: str, toolchain: Toolchain) -> tuple[BuildResult, bytes | None]:
     options.python = sys.executable
     result = BuildCache(root, toolchain).ensure(job, options)
-    return result, pack_entry(result.entry) if result.state != "failed" else None
+    return result, pack_entry(result.entry) if result.state in ("hit", "built") else None
 
 
 _worker_zygotes: dict[tuple[tuple[str, str], ...], SlotZygotes] = {}
@@ -139,6 +139,7 @@ def _verify_task(job: VerifyJob, options: VerifyOptions, root: str, toolchain: T
         result, data = built
         if data is not None:
             unpack_entry(data, cache.entry(job))
+        cache.entry(job).mkdir(parents=True, exist_ok=True)
         build = BuildResult(result.key, cache.entry(job), result.state, result.seconds, result.error)
     gpu = os.environ.get("CUDA_VISIBLE_DEVICES", "cpu")
     env = cache.environment() | ({"CUDA_VISIBLE_DEVICES": gpu} if options.device == "cuda" else {})
@@ -205,14 +206,17 @@ def run_ray_batch(jobs: list[VerifyJob], options: VerifyOptions, on_finished: Ca
         verify_remote = ray.remote(max_retries=0, **gpu_resources)(_verify_task)
         exclusive = frozenset(exclusive)
         jobs = exclusive_first(jobs, exclusive)
-        builds = [build_remote.remote(job, options, root, toolchain) if build else None for job in jobs]
+        cache = BuildCache(root, toolchain)
+        # A job with nothing to build (``build_cache.needs_build``) takes no build task: its GPU task may start at once.
+        builds = [None if not build else (unneeded, None) if (unneeded := cache.unneeded(job)) is not None
+                  else build_remote.remote(job, options, root, toolchain) for job in jobs]
         window = 2 * _slots(ray.cluster_resources(), options.device, slots)
         queue = deque(zip(jobs, builds, strict=True))
         pending: dict[Any, VerifyJob] = {}
         while queue or pending:
             if deadline is not None and time.monotonic() >= deadline and queue:
                 for _, built_ref in queue:
-                    if built_ref is not None:
+                    if isinstance(built_ref, ray.ObjectRef):
                         ray.cancel(built_ref)
                 queue.clear()
             while queue and len(pending) < window:

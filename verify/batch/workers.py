@@ -37,7 +37,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from verify.batch.build_cache import BuildCache, BuildResult, stop_prebuilds
+from verify.batch.build_cache import BuildCache, BuildResult, build_niceness, stop_prebuilds
 from verify.batch.zygotes import SlotZygotes
 from verify.harness.gate import parse_seats
 from verify.runner import BatchStopped, ScriptKilled, VerifyError, VerifyOptions, verify_code
@@ -286,6 +286,8 @@ class LocalBatch:
         self.gpus = gpus
         self.compile_workers = max(1, compile_workers or default_compile_workers(len(gpus), min(self.slots, self.seats)))
         self.cache = cache
+        if cache is not None:
+            build_niceness()  # a bad KA_BUILD_NICE stops the batch here, not each build in its pool thread
         self._builds: dict[str, Future[BuildResult]] = {}
         self._pending = list(self.jobs)
         self._cond = threading.Condition()
@@ -351,7 +353,12 @@ class LocalBatch:
         try:
             if pool is not None and self.cache is not None:
                 for job in self.jobs:
-                    future = pool.submit(self.cache.ensure, job, self.options)
+                    if (unneeded := self.cache.unneeded(job)) is not None:
+                        # Ready at once: a slot may take it while the pool builds the others.
+                        future = Future()
+                        future.set_result(unneeded)
+                    else:
+                        future = pool.submit(self.cache.ensure, job, self.options)
                     self._builds[job.key] = future
                     future.add_done_callback(self._built)
             threads = [threading.Thread(target=self._gpu_worker, args=(gpu,), name=f"ka-gpu-{gpu}-{slot}", daemon=True)

@@ -57,7 +57,8 @@ Examples:
   kernel-archive verify --source cuda-l1 --limit 20 --i-understand-this-runs-untrusted-code
 
 Batches (any selection: --source, --task, --level, --category, --tag, --hand-written, --search, --all)
-run as a pipeline: kernels are built on every CPU core into a shared build cache, verified several at a
+run as a pipeline: kernels whose code builds or loads native code are built on every CPU core into a shared
+build cache (KA_PREBUILD_ALL=1 prebuilds every kernel; the others are imported by their own verification), verified several at a
 time on each GPU (--slots-per-gpu: default 9 where the host has 16 cores a GPU, else 3; at most KA_GPU_SEATS
 of them, default 6 or 3, on the GPU at once, any others starting up or judging meanwhile; their untimed work
 overlaps; every timed series has the GPU to itself; KA_GPU_GATE_MODE=exclusive gives each verification the GPU
