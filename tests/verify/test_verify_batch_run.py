@@ -101,11 +101,11 @@ def test_a_batch_killed_at_a_random_point_and_restarted_verifies_every_kernel_ex
 
 
 @pytest.mark.slow
-def test_the_ray_backend_on_a_local_cpu_instance(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_ray_backend_on_a_local_cpu_instance(tmp_path: Path) -> None:
     pytest.importorskip("ray")
-    # Every kernel prebuilt, so that the build tasks and their unpacking run without a minute-long real build.
-    monkeypatch.setenv("KA_PREBUILD_ALL", "1")
-    jobs = [job("honest", kernel=HONEST), job("mutating", kernel=MUTATING)]
+    # ctypes is a build hint: the honest kernel takes a build task (and its unpacking) without a minute-long real
+    # build; the mutating one names none and goes straight to its GPU task.
+    jobs = [job("honest", kernel="import ctypes\n" + HONEST), job("mutating", kernel=MUTATING)]
     reports: dict[str, dict[str, Any]] = {}
     summary = verify_jobs(jobs, OPTIONS, lambda j, r: reports.__setitem__(j.key, r), ray="local",
                           ray_init={"num_cpus": 3, "object_store_memory": 100 * 2**20},
@@ -115,6 +115,7 @@ def test_the_ray_backend_on_a_local_cpu_instance(tmp_path: Path, monkeypatch: py
     assert reports["honest"]["checks"]["correctness"]["verdict"] == "pass"
     assert reports["honest"]["batch"]["build"]["state"] == "built"
     assert (tmp_path / "builds" / reports["honest"]["batch"]["build"]["key"] / "BUILD.json").is_file()
+    assert reports["mutating"]["batch"]["build"]["state"] == "none"
     # Each Ray worker keeps a zygote for its scripts, as a local slot does.
     assert all(set(r["children"].values()) == {"forked from the slot's zygote"} for r in reports.values())
 
