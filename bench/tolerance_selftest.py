@@ -45,12 +45,11 @@ def _init_worker() -> None:
 
 def judge_task(row: dict[str, Any], device: str, seed: int) -> dict[str, Any]:
     """Judge one task's fp32 references as a candidate on every distribution: the task's result row."""
-    import copy
-
     import torch
 
+    from verify.harness.float64 import Float64Reference
     from verify.harness.judge import TOLERANCE, judge_outputs
-    from verify.harness.roles import _build_reference, reference_outputs
+    from verify.harness.roles import REFERENCE_RNG_SEED, _build_reference, reference_outputs
     from verify.harness.task import load_module
     from verify.harness.tensors import DISTRIBUTIONS, make_inputs
 
@@ -60,7 +59,8 @@ def judge_task(row: dict[str, Any], device: str, seed: int) -> dict[str, Any]:
         with tempfile.TemporaryDirectory(prefix="ka-selftest-") as folder:
             task = load_module(row["ref_code"], f"ka_selftest_{row['level_id']}_{row['task_id']}", folder)
             model, _ = _build_reference(torch, task, None, "model-new", seed, device)
-            model64 = copy.deepcopy(model).double()
+            model64 = Float64Reference(torch, model, seed=REFERENCE_RNG_SEED, build=lambda: _build_reference(
+                torch, task, None, "model-new", seed, device)[0])
             for k, distribution in enumerate(DISTRIBUTIONS):
                 inputs = make_inputs(task.get_inputs, seed + k, distribution, device)
                 ref32, ref64, precision = reference_outputs(torch, model, model64, inputs)

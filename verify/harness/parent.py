@@ -907,6 +907,7 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
                      "reference": (ev.trusted.first("kernels", which="reference") or {}).get("kernels")},
             call=call,
             screen=ev.trusted.first("screen"),
+            reference_float64={k: v for k, v in (ev.trusted.first("float64") or {}).items() if k != "kind"} or None,
             static=findings,
             properties=properties(checks, findings, False if False in (probe_right, init_right) else probe_right),
             shape_probe={"right": probe_right, "evidence": probe_evidence},

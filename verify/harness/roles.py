@@ -13,7 +13,6 @@ Example:
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import os
@@ -38,6 +37,7 @@ from verify.harness.common import (
     wait_until,
 )
 from verify.harness.context import ContextState
+from verify.harness.float64 import Float64Reference
 from verify.harness.frames import load_values, save_values, send_groups
 from verify.harness.gate import alone_on_gpu, yield_point
 from verify.harness.pch import install_pch
@@ -240,14 +240,15 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
     channel.send("reference-model", reference=type(model).__module__ + "." + type(model).__name__,
                  parameters={n: list(p.shape) for n, p in model.state_dict().items()},
                  init_inputs=repr(init_inputs)[:500])
-    model64 = copy.deepcopy(model).double()
+    model64 = Float64Reference(torch, model, seed=REFERENCE_RNG_SEED, build=lambda: _build_reference(
+        torch, task, functional, embedded["form"], job["weight_seed"], device)[0])
     state_before = {n: t.detach().clone() for n, t in model.state_dict().items()}
     stateful = bool(job["trials"]) and is_stateful(torch, model, make_inputs(
         task.get_inputs, job["trials"][0]["seed"], job["trials"][0]["distribution"], device))
     if stateful:
         # Every compared call, here and in the run child, starts from the first state.
         (shared / STATEFUL_FILE).write_text("1")
-    restart = Restart(torch, [model, model64], stateful=stateful)
+    restart = Restart(torch, [model, model64.module], stateful=stateful)
     clock = Clock(torch, device)
     for trial in job["trials"]:
         yield_point(job, channel, clock.full_sync)
@@ -283,16 +284,19 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
             init_model, init_args = _build_reference(torch, sized, None, embedded["form"], job["weight_seed"], device)
             torch.save(_cpu(init_model.state_dict()), shared / "weights-init.pt")
             inputs = make_inputs(sized.get_inputs, job["screen_seed"] + 3, "randn", device)
-            ref32, precision = _send_reference(torch, init_model, copy.deepcopy(init_model).double(), inputs,
-                                               "ref-init", blobs)
+            init64 = Float64Reference(torch, init_model, seed=REFERENCE_RNG_SEED, cudnn=model64.cudnn,
+                                      build=lambda: _build_reference(torch, sized, None, embedded["form"],
+                                                                     job["weight_seed"], device)[0])
+            ref32, precision = _send_reference(torch, init_model, init64, inputs, "ref-init", blobs)
             save_values(torch, inputs, shared / "inputs-init")
             channel.send("init-variant", name=init["name"], old=init["old"], new=init["new"], precision=precision,
                          init_inputs=repr(init_args)[:300], outputs=[describe(t) for t in ref32])
-            del init_model
+            del init_model, init64
         except Exception as error:
             channel.send("note", which="init-variant",
                          message=f"the reference does not build or run with {init['name']}={init['new']}: "
                                  f"{type(error).__name__}: {error}"[:500])
+    channel.send("float64", **model64.summary())
     channel.send("mark", phase="references-sent")
     if job.get("baselines_cached"):
         # Another kernel of this task measured the baselines on this GPU (the parent holds them); the timed
@@ -398,7 +402,8 @@ def _time_baselines(torch: Any, job: dict[str, Any], channel: Channel, clock: Cl
         channel.send("note", which="cuda-graph", message=f"CUDA-graph baseline failed: {type(error).__name__}: {error}"[:800])
 
 
-def reference_outputs(torch: Any, model: Any, model64: Any, inputs: list[Any]) -> tuple[list[Any], list[Any] | None, str]:
+def reference_outputs(torch: Any, model: Any, model64: Float64Reference,
+                      inputs: list[Any]) -> tuple[list[Any], list[Any] | None, str]:
     """The fp32 outputs, the float64 outputs (None when the model does not run in float64) and which precision.
 
     Used by the trusted child and by ``bench/tolerance_selftest.py``, so the self-test judges exactly the
@@ -408,18 +413,16 @@ def reference_outputs(torch: Any, model: Any, model64: Any, inputs: list[Any]) -
     with torch.no_grad():
         torch.manual_seed(REFERENCE_RNG_SEED)
         ref32 = _as_list(model(*inputs))
-        ref64: list[Any] | None
-        try:
-            torch.manual_seed(REFERENCE_RNG_SEED)
-            ref64 = _as_list(model64(*[x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
-                                       for x in inputs]))
-            precision = "float64"
-        except Exception as error:
-            ref64, precision = None, f"float32 (float64 failed: {type(error).__name__}: {str(error)[:120]})"
+    ref64: list[Any] | None
+    try:
+        ref64 = model64(inputs)
+        precision = "float64"
+    except Exception as error:
+        ref64, precision = None, f"float32 (float64 failed: {type(error).__name__}: {str(error)[:120]})"
     return ref32, ref64, precision
 
 
-def _send_reference(torch: Any, model: Any, model64: Any, inputs: list[Any], name: str,
+def _send_reference(torch: Any, model: Any, model64: Float64Reference, inputs: list[Any], name: str,
                     blobs: BlobChannel) -> tuple[list[Any], str]:
     """Compute the fp32 and float64 references on ``inputs`` and send both as blob ``name`` (tensor frames)."""
     ref32, ref64, precision = reference_outputs(torch, model, model64, inputs)
