@@ -24,7 +24,9 @@ share of the cold pass a GPU's gate was held at all, ``gpu_alone_share_cold`` he
 whole hold in the exclusive mode), averaged over the GPUs (``verify.batch.stats.gpu_occupancy``).
 ``alone_wait_mean_s_cold`` and ``alone_wait_median_s_cold``: how long a kernel waited in all for the GPU alone
 (``verify.batch.stats.alone_waits``), and ``give_way_wait_mean_s_cold`` and ``give_way_wait_median_s_cold``: how long its
-children stood back, in all, for other kernels' timed work (``verify.batch.stats.give_way_waits``). ``ready_median_s_cold``, ``seat_wait_median_s_cold`` and
+children stood back, in all, for other kernels' timed work (``verify.batch.stats.give_way_waits``). ``alone_wait_total_s_cold``
+and ``alone_held_up_by_cold``: those waits for the GPU alone in all, and the five pieces of other kernels' work they
+waited on longest, with their seconds (``verify.batch.stats.held_up_by``). ``ready_median_s_cold``, ``seat_wait_median_s_cold`` and
 ``seat_hold_median_s_cold``: when a kernel was ready for the GPU, how long it then waited for a seat and how long it
 held one (``verify.batch.stats.seat_times``). ``pass_start_s_cold`` and ``pass_end_s_cold``: the cold pass's seconds
 before its first script started and after its last report (``Recorder.ends``). ``host_cpu_s_per_kernel_cold``: the host CPU seconds (user and system, every
@@ -93,6 +95,7 @@ from verify.batch.stats import (  # noqa: E402
     cpu_by_process,
     give_way_waits,
     gpu_occupancy,
+    held_up_by,
     seat_times,
     timing_moves,
 )
@@ -639,6 +642,7 @@ def main() -> int:
         **{f"{k}_cold": v for k, v in gpu_occupancy(list(cold.reports.values())).items()},
         **{f"{k}_cold": v for k, v in alone_waits(list(cold.reports.values())).items()},
         **{f"{k}_cold": v for k, v in give_way_waits(list(cold.reports.values())).items()},
+        **{f"{k}_cold": v for k, v in held_up_by(list(cold.reports.values())).items()},
         **{f"{k}_cold": v for k, v in seat_times(list(cold.reports.values())).items()},
         "stopped_cold": len(cold.stopped),
         "exclusive_cold": len(cold.exclusive),

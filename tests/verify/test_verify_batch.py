@@ -16,7 +16,7 @@ from verify.batch import build_cache, workers
 from verify.batch.build_cache import BuildCache, BuildResult, Toolchain
 from verify.batch.plan import make_plan, task_of
 from verify.batch.progress import summary_table
-from verify.batch.stats import BatchStats, give_way_waits, seat_times, time_shares, timing_moves
+from verify.batch.stats import BatchStats, give_way_waits, held_up_by, seat_times, time_shares, timing_moves
 from verify.batch.workers import LocalBatch, parse_gpus
 from verify.pipeline import VerifyJob, verify_jobs
 from verify.runner import BatchStopped, ScriptKilled, VerifyError, VerifyOptions, run_script
@@ -327,6 +327,29 @@ def test_give_way_waits_add_each_childs_stand_backs_until_its_next_grant() -> No
     assert give_way_waits([both, never, exclusive]) == {"give_way_wait_mean_s": 1.25, "give_way_wait_median_s": 1.25}
     assert give_way_waits([exclusive, {"timeline": []}]) == {"give_way_wait_mean_s": None,
                                                              "give_way_wait_median_s": None}
+
+
+def _shared(origin: float, gpu: str, timeline: list[list[Any]]) -> dict[str, Any]:
+    return {"gate": {"mode": "shared"}, "batch": {"gpu": gpu}, "timeline_origin": origin, "timeline": timeline}
+
+
+def test_held_up_by_names_the_last_piece_let_go_on_the_same_gpu() -> None:
+    # Kernel a asks for the GPU alone at 11 and gets it at 14; b yields at 12 during a reference, c lets go at 14 by
+    # asking for the GPU alone itself, its run child released at 13 with no yield point since: c held a up. Then c
+    # waits from 14 to 15, for b's next reference (14.5 to its yield at 14.8).
+    a = _shared(10.0, "0", [[1.0, "run", "gate:alone"], [4.0, "parent", "gate:run:alone"]])
+    b = _shared(10.0, "0", [[0.5, "trusted", "reference"], [2.0, "parent", "gate:trusted:yield"],
+                            [4.5, "trusted", "reference"], [4.8, "parent", "gate:trusted:yield"]])
+    c = _shared(0.0, "0", [[12.0, "trusted", "exit"], [13.0, "run", "mark:released"], [14.0, "run", "gate:alone"],
+                           [15.0, "parent", "gate:run:alone"]])
+    # d is on another GPU and lets go last of all: it held no one on GPU 0 up.
+    d = _shared(0.0, "1", [[13.5, "run", "trial"], [13.9, "parent", "gate:run:yield"]])
+    exclusive = {"gate": {"mode": "exclusive"}, "timeline_origin": 0.0, "timeline": [[1.0, "run", "gate:alone"],
+                                                                                    [50.0, "parent", "gate:run:alone"]]}
+    assert held_up_by([a, b, c, d, exclusive]) == {
+        "alone_wait_total_s": 4.0, "alone_held_up_by": [["run:mark:released -> alone", 3.0],
+                                                        ["trusted:reference -> yield", 1.0]]}
+    assert held_up_by([exclusive]) == {"alone_wait_total_s": None, "alone_held_up_by": []}
 
 
 def _speed(speedup: float, kernel_ms: float, busy: float | None) -> dict[str, Any]:

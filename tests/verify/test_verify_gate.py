@@ -160,6 +160,34 @@ def test_a_sharer_gives_way_to_a_waiting_timed_series_then_shares_again(tmp_path
     assert not first.give_way(), "a released gate holds nothing after giving way"
 
 
+def _verified_beside(path: str, kernel: str, trials: int, alone_s: float, shared_s: float,
+                     windows: list[tuple[float, float]]) -> dict[str, Any]:
+    """A verification of ``kernel`` on the shared gate ``path`` beside another one's timed series, which holds the GPU
+    alone for ``alone_s`` (each window noted in ``windows``) and then shares it for ``shared_s``, until it is done."""
+    done = threading.Event()
+
+    def timed_series() -> None:
+        gate = GpuGate(path, "shared")
+        gate.acquire()
+        while not done.is_set():
+            gate.alone()
+            start = time.monotonic()
+            time.sleep(alone_s)
+            windows.append((start, time.monotonic()))
+            gate.shared()
+            time.sleep(shared_s)
+        gate.release()
+
+    neighbour = threading.Thread(target=timed_series)
+    neighbour.start()
+    try:
+        return verify_code(TASK, kernel, "model-new", VerifyOptions(device="cpu", trials=trials, shape_probe=False),
+                           env={"KA_GPU_GATE": path, "KA_GPU_GATE_MODE": "shared"})
+    finally:
+        done.set()
+        neighbour.join(10)
+
+
 def test_a_verification_gives_way_to_timed_series_mid_phase_and_keeps_its_verdict(tmp_path: Path) -> None:
     path, calls = str(tmp_path / "gpu-0.lock"), tmp_path / "calls"
     # The candidate logs each call on the system-wide monotonic clock, which the neighbour below also reads:
@@ -169,29 +197,8 @@ def test_a_verification_gives_way_to_timed_series_mid_phase_and_keeps_its_verdic
                              "            log.write(repr(time.monotonic()) + chr(10))\n"
                              "        return torch.relu(self.lin(x))")
     windows: list[tuple[float, float]] = []
-    done = threading.Event()
-
-    def timed_series() -> None:
-        # Another verification timing its kernel every 0.1 s, for 0.05 s each, until this one is over.
-        gate = GpuGate(path, "shared")
-        gate.acquire()
-        while not done.is_set():
-            gate.alone()
-            start = time.monotonic()
-            time.sleep(0.05)
-            windows.append((start, time.monotonic()))
-            gate.shared()
-            time.sleep(0.05)
-        gate.release()
-
-    neighbour = threading.Thread(target=timed_series)
-    neighbour.start()
-    try:
-        report = verify_code(TASK, logging, "model-new", VerifyOptions(device="cpu", trials=5, shape_probe=False),
-                             env={"KA_GPU_GATE": path, "KA_GPU_GATE_MODE": "shared"})
-    finally:
-        done.set()
-        neighbour.join(10)
+    # Another verification timing its kernel every 0.1 s, for 0.05 s each, until this one is over.
+    report = _verified_beside(path, logging, 5, 0.05, 0.05, windows)
     assert {n for n, c in report["checks"].items() if c["verdict"] == "fail"} <= {"not-a-kernel"}
     assert report["status"] == "flagged"
     yields = [e for _, r, e in report["timeline"] if r == "parent" and e == "gate:run:yield"]
@@ -202,6 +209,18 @@ def test_a_verification_gives_way_to_timed_series_mid_phase_and_keeps_its_verdic
     for start, end in windows:
         inside = [t for t in called if start < t < end]
         assert not inside, (start, end, inside)
+
+
+def test_the_run_child_gives_way_before_the_candidates_import(tmp_path: Path) -> None:
+    """Harness 1.25: the stretch from the run child's release to the import (the reference built again, the
+    weights loaded; 0.6-3 s in a loaded batch) had no yield point, and was half of what timed series waited for."""
+    path = str(tmp_path / "gpu-0.lock")
+    # A neighbour whose timed series holds the GPU alone 90% of the time: any yield point finds it waiting.
+    report = _verified_beside(path, HONEST, 2, 0.045, 0.005, [])
+    assert report["status"] == "flagged", report.get("error")
+    released, imported = _mark(report, "run", "mark:released"), _mark(report, "run", "probe:import")
+    before = [t for t, r, e in report["timeline"] if r == "parent" and e == "gate:run:yield" and released <= t <= imported]
+    assert before, "no yield point between the run child's release and the candidate's import"
 
 
 def test_giving_way_is_a_no_op_without_a_shared_hold(tmp_path: Path) -> None:

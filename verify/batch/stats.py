@@ -239,6 +239,70 @@ def give_way_waits(reports: list[dict[str, Any]]) -> dict[str, float | None]:
     return _mean_and_median("give_way_wait", _shared_totals(reports, stood_back))
 
 
+LET_GO: dict[str, str] = {"yield": "yield", "gate:alone": "alone", "gate:away": "away", "run-collected": "end"}
+"""How a verification lets go of its shared hold on a GPU, by timeline event (a parent's ``gate:<role>:yield`` mark
+is named by its last part): at a yield point, by asking for the GPU alone or away itself, or at its run child's end."""
+
+
+def held_up_by(reports: list[dict[str, Any]], top: int = 5) -> dict[str, Any]:
+    """What the waits for the GPU alone waited for: their seconds in all, and the pieces of work they ended on.
+
+    A wait (``alone_waits``: a child's request to its grant) ends when the last other verification on its GPU lets go
+    of its shared hold (``LET_GO``). The piece that held it up is that verification's last child event before it let
+    go, named with how it let go: ``run:mark:released -> yield`` is the stretch from its run child's release to the
+    first yield point after it. Seconds add up by piece, over the shared-mode reports with a ``timeline_origin``
+    (the host's monotonic clock, which puts every report of one host on one time line); the ``top`` longest come back.
+
+    Example:
+        >>> a = {"timeline_origin": 0.0, "gate": {"mode": "shared"}, "batch": {"gpu": "0"}, "timeline": [
+        ...      [1, "run", "gate:alone"], [3, "parent", "gate:run:alone"]]}
+        >>> b = {"timeline_origin": 0.0, "gate": {"mode": "shared"}, "batch": {"gpu": "0"}, "timeline": [
+        ...      [0.5, "trusted", "reference"], [2.9, "parent", "gate:trusted:yield"]]}
+        >>> held_up_by([a, b])
+        {'alone_wait_total_s': 2.0, 'alone_held_up_by': [['trusted:reference -> yield', 2.0]]}
+    """
+    events: dict[str, list[tuple[float, str, str, str]]] = {}
+    for report in reports:
+        if (report.get("gate") or {}).get("mode") != "shared" or report.get("timeline_origin") is None:
+            continue
+        origin, key = float(report["timeline_origin"]), str(id(report))
+        gpu = str((report.get("batch") or {}).get("gpu"))
+        events.setdefault(gpu, []).extend((origin + float(t), key, str(r), str(e)) for t, r, e in report.get("timeline") or [])
+    total, pieces = 0.0, Counter[str]()
+    for timeline in events.values():
+        timeline.sort()
+        lets = [(t, key, _let_go(role, event)) for t, key, role, event in timeline if _let_go(role, event)]
+        work: dict[str, list[tuple[float, str]]] = {}
+        for t, key, role, event in timeline:
+            if role in ("trusted", "compile", "run") and not event.startswith("gate:"):
+                work.setdefault(key, []).append((t, f"{role}:{event}"))
+        asked: dict[tuple[str, str], float] = {}
+        for t, key, role, event in timeline:
+            if role in ("trusted", "run") and event == "gate:alone":
+                asked[(key, role)] = t
+            elif role == "parent" and event.startswith("gate:") and event.endswith(":alone"):
+                start = asked.pop((key, event.split(":")[1]), None)
+                if start is None:
+                    continue
+                total += t - start
+                ends = [item for item in lets if start <= item[0] <= t and item[1] != key]
+                if not ends:
+                    continue
+                at, other, how = max(ends)
+                before = [name for when, name in work.get(other, []) if when <= at]
+                pieces[f"{before[-1] if before else '?'} -> {how}"] += t - start
+    return {"alone_wait_total_s": round(total, 3) if events else None,
+            "alone_held_up_by": [[name, round(s, 3)] for name, s in pieces.most_common(top)]}
+
+
+def _let_go(role: str, event: str) -> str | None:
+    if role == "parent" and event.startswith("gate:") and event.endswith(":yield"):
+        return LET_GO["yield"]
+    if role in ("trusted", "run") and event in ("gate:alone", "gate:away"):
+        return LET_GO[event]
+    return LET_GO["run-collected"] if role == "parent" and event == "run-collected" else None
+
+
 def _paired_s(timeline: list[list[Any]], opens: Callable[[str, str], str | None],
               closes: Callable[[str, str], str | None]) -> float:
     """Seconds summed from each child's opening mark to its next closing one (``opens`` and ``closes`` name the child

@@ -45,9 +45,9 @@ GATE_REQUESTS = 64
 request is answered with the GPU alone, which is the ``exclusive`` mode's behaviour."""
 
 GATE_YIELDS = 256
-"""Yield points a child may offer (``yield_point``). An honest run child offers one per trial variant and
-probe (under 40), a trusted child one per reference; past this many a yield is answered without letting go,
-which is how the gate behaved before it had yields."""
+"""Yield points a child may offer (``yield_point``). An honest run child offers three before the candidate's import
+and one per trial variant and probe (under 45), a trusted child one before its stateful probe and one per reference;
+past this many a yield is answered without letting go, which is how the gate behaved before it had yields."""
 
 
 def parse_seats(value: str | None) -> int:

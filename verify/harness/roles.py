@@ -240,6 +240,8 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
     channel.send("reference-model", reference=type(model).__module__ + "." + type(model).__name__,
                  parameters={n: list(p.shape) for n, p in model.state_dict().items()},
                  init_inputs=repr(init_inputs)[:500])
+    clock = Clock(torch, device)
+    yield_point(job, channel, clock.full_sync)
     model64 = Float64Reference(torch, model, seed=REFERENCE_RNG_SEED, build=lambda: _build_reference(
         torch, task, functional, embedded["form"], job["weight_seed"], device)[0])
     state_before = {n: t.detach().clone() for n, t in model.state_dict().items()}
@@ -249,7 +251,6 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
         # Every compared call, here and in the run child, starts from the first state.
         (shared / STATEFUL_FILE).write_text("1")
     restart = Restart(torch, [model, model64.module], stateful=stateful)
-    clock = Clock(torch, device)
     for trial in job["trials"]:
         yield_point(job, channel, clock.full_sync)
         inputs = make_inputs(task.get_inputs, trial["seed"], trial["distribution"], device)
@@ -629,10 +630,16 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
     channel.send("mark", phase="released")
     clock = Clock(torch, device)
     build_off_gpu(job, channel, clock.full_sync)
+    # From here to the import is mostly Python on a loaded host (0.6-3 s in a batch), with the gate shared: a
+    # timed series waiting for it waited for all of it (session 35: half the batch's waits to be alone), so it
+    # goes first between the pieces.
+    yield_point(job, channel, clock.full_sync)
     _warm_process(torch, device, clock, work)
     channel.send("mark", phase="warmed")
+    yield_point(job, channel, clock.full_sync)
     task, functional = _load_task(embedded, work)
     reference, init_inputs = _build_reference(torch, task, functional, embedded["form"], job["weight_seed"], device)
+    yield_point(job, channel, clock.full_sync)
     reference.load_state_dict(torch.load(shared / "weights.pt", map_location=device))
     # Read before the candidate's code runs: the trusted child said whether the reference is stateful.
     stateful = (shared / STATEFUL_FILE).exists()
