@@ -31,8 +31,8 @@ from typing import Any
 
 FLOAT64_PROBE_S = 0.02
 """A first float64 forward (with cuDNN) slower than this is followed by one without cuDNN, and the faster way is
-kept for the rest; a faster one is not worth a second way (the two forwards of a task take under 1 ms each for
-most of KernelBench's level 1 and 2 tasks)."""
+kept for the rest. A faster one is not worth a second way: on an H200, 207 of KernelBench's 241 tasks that run in
+float64 take under 20 ms a forward, and half of levels 1 and 2 under 0.3 ms."""
 
 
 def as_float64(torch: Any, module: Any) -> Any:
