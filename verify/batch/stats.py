@@ -203,14 +203,18 @@ def alone_waits(reports: list[dict[str, Any]]) -> dict[str, float | None]:
         >>> alone_waits([shared, {"gate": {"mode": "exclusive"}, "timeline": []}])
         {'alone_wait_mean_s': 2.5, 'alone_wait_median_s': 2.5}
     """
-    def asked(role: str, event: str) -> str | None:
-        return role if role in ("trusted", "run") and event == "gate:alone" else None
-
-    def granted(role: str, event: str) -> str | None:
-        return event.split(":")[1] if role == "parent" and event.startswith("gate:") and event.endswith(":alone") else None
-
-    waited = partial(_paired_s, opens=asked, closes=granted)
+    waited = partial(_paired_s, opens=_asked_alone, closes=_granted_alone)
     return _mean_and_median("alone_wait", _shared_totals(reports, waited))
+
+
+def _asked_alone(role: str, event: str) -> str | None:
+    """The child (``trusted`` or ``run``) that asked for the GPU alone with this event, else None."""
+    return role if role in ("trusted", "run") and event == "gate:alone" else None
+
+
+def _granted_alone(role: str, event: str) -> str | None:
+    """The child whose parent granted it the GPU alone with this event (``gate:<role>:alone``), else None."""
+    return event.split(":")[1] if role == "parent" and event.startswith("gate:") and event.endswith(":alone") else None
 
 
 def give_way_waits(reports: list[dict[str, Any]]) -> dict[str, float | None]:
@@ -227,15 +231,11 @@ def give_way_waits(reports: list[dict[str, Any]]) -> dict[str, float | None]:
         >>> give_way_waits([shared, {"gate": {"mode": "exclusive"}, "timeline": []}])
         {'give_way_wait_mean_s': 3.5, 'give_way_wait_median_s': 3.5}
     """
-    def let_go(role: str, event: str) -> str | None:
-        parts = event.split(":")
-        return parts[1] if role == "parent" and len(parts) == 3 and parts[0] == "gate" and parts[2] == "yield" else None
-
     def back(role: str, event: str) -> str | None:
         parts = event.split(":")
         return parts[1] if role == "parent" and len(parts) == 3 and parts[0] == "gate" else None
 
-    stood_back = partial(_paired_s, opens=let_go, closes=back)
+    stood_back = partial(_paired_s, opens=_yielded, closes=back)
     return _mean_and_median("give_way_wait", _shared_totals(reports, stood_back))
 
 
@@ -278,10 +278,10 @@ def held_up_by(reports: list[dict[str, Any]], top: int = 5) -> dict[str, Any]:
                 work.setdefault(key, []).append((t, f"{role}:{event}"))
         asked: dict[tuple[str, str], float] = {}
         for t, key, role, event in timeline:
-            if role in ("trusted", "run") and event == "gate:alone":
-                asked[(key, role)] = t
-            elif role == "parent" and event.startswith("gate:") and event.endswith(":alone"):
-                start = asked.pop((key, event.split(":")[1]), None)
+            if (child := _asked_alone(role, event)) is not None:
+                asked[(key, child)] = t
+            elif (child := _granted_alone(role, event)) is not None:
+                start = asked.pop((key, child), None)
                 if start is None:
                     continue
                 total += t - start
@@ -295,8 +295,14 @@ def held_up_by(reports: list[dict[str, Any]], top: int = 5) -> dict[str, Any]:
             "alone_held_up_by": [[name, round(s, 3)] for name, s in pieces.most_common(top)]}
 
 
+def _yielded(role: str, event: str) -> str | None:
+    """The child whose parent let go at its yield point with this event (``gate:<role>:yield``), else None."""
+    parts = event.split(":")
+    return parts[1] if role == "parent" and len(parts) == 3 and parts[0] == "gate" and parts[2] == "yield" else None
+
+
 def _let_go(role: str, event: str) -> str | None:
-    if role == "parent" and event.startswith("gate:") and event.endswith(":yield"):
+    if _yielded(role, event) is not None:
         return LET_GO["yield"]
     if role in ("trusted", "run") and event in ("gate:alone", "gate:away"):
         return LET_GO[event]
