@@ -350,6 +350,9 @@ def test_held_up_by_names_the_last_piece_let_go_on_the_same_gpu() -> None:
         "alone_wait_total_s": 4.0, "alone_held_up_by": [["run:mark:released -> alone", 3.0],
                                                         ["trusted:reference -> yield", 1.0]]}
     assert held_up_by([exclusive]) == {"alone_wait_total_s": None, "alone_held_up_by": []}
+    # From harness 1.26 the parent lets go between its children: c's wait ends on b's trusted child's exit.
+    b_126 = _shared(10.0, "0", [[1.5, "trusted", "exit"], [1.6, "parent", "gpu-away"], [3.0, "parent", "gpu-back"]])
+    assert held_up_by([a, b_126]) == {"alone_wait_total_s": 3.0, "alone_held_up_by": [["trusted:exit -> between", 3.0]]}
 
 
 def _speed(speedup: float, kernel_ms: float, busy: float | None) -> dict[str, Any]:

@@ -223,6 +223,48 @@ def test_the_run_child_gives_way_before_the_candidates_import(tmp_path: Path) ->
     assert before, "no yield point between the run child's release and the candidate's import"
 
 
+def test_the_parent_holds_nothing_between_its_children(tmp_path: Path) -> None:
+    """Harness 1.26: from the trusted child's exit to the run child's release neither child has GPU work, and a timed
+    series waiting for the GPU alone waited for the parent reading references and storing baselines (1-1.3 s)."""
+    path = str(tmp_path / "gpu-0.lock")
+    free: list[float] = []
+    done = threading.Event()
+
+    def probe() -> None:
+        # Whether anyone at all holds the GPU's lock, without the turnstile, so the probe queues behind no one.
+        import fcntl
+
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        while not done.is_set():
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                pass
+            else:
+                free.append(time.monotonic())
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            time.sleep(0.0002)
+        os.close(fd)
+
+    prober = threading.Thread(target=probe)
+    prober.start()
+    try:
+        report = verify_code(TASK, HONEST, "model-new", VerifyOptions(device="cpu", trials=2, shape_probe=False),
+                             env={"KA_GPU_GATE": path, "KA_GPU_GATE_MODE": "shared"})
+    finally:
+        done.set()
+        prober.join(10)
+    assert report["status"] == "flagged", report.get("error")
+    origin = report["timeline_origin"]
+    exited, released = _mark(report, "trusted", "exit"), _mark(report, "run", "mark:released")
+    away, back = _mark(report, "parent", "gpu-away"), _mark(report, "parent", "gpu-back")
+    assert exited <= away <= back <= released
+    assert [t for t in free if origin + exited < t < origin + released], "the gate was held between the children"
+    # Until the trusted child is gone the gate is held: nothing here waits for the GPU alone, so no one gives way.
+    held = (origin + _mark(report, "parent", "gpu-gate") + TIMELINE_RESOLUTION_S, origin + exited - TIMELINE_RESOLUTION_S)
+    assert not [t for t in free if held[0] < t < held[1]]
+
+
 def test_giving_way_is_a_no_op_without_a_shared_hold(tmp_path: Path) -> None:
     path = str(tmp_path / "gpu.lock")
     exclusive, timed = GpuGate(path), GpuGate(path, "shared")

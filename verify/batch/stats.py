@@ -239,9 +239,11 @@ def give_way_waits(reports: list[dict[str, Any]]) -> dict[str, float | None]:
     return _mean_and_median("give_way_wait", _shared_totals(reports, stood_back))
 
 
-LET_GO: dict[str, str] = {"yield": "yield", "gate:alone": "alone", "gate:away": "away", "run-collected": "end"}
+LET_GO: dict[str, str] = {"yield": "yield", "gate:alone": "alone", "gate:away": "away", "gpu-away": "between",
+                          "run-collected": "end"}
 """How a verification lets go of its shared hold on a GPU, by timeline event (a parent's ``gate:<role>:yield`` mark
-is named by its last part): at a yield point, by asking for the GPU alone or away itself, or at its run child's end."""
+is named by its last part): at a yield point, by asking for the GPU alone or away itself, between its two children
+(the parent's ``gpu-away``, harness 1.26), or at its run child's end."""
 
 
 def held_up_by(reports: list[dict[str, Any]], top: int = 5) -> dict[str, Any]:
@@ -306,7 +308,7 @@ def _let_go(role: str, event: str) -> str | None:
         return LET_GO["yield"]
     if role in ("trusted", "run") and event in ("gate:alone", "gate:away"):
         return LET_GO[event]
-    return LET_GO["run-collected"] if role == "parent" and event == "run-collected" else None
+    return LET_GO[event] if role == "parent" and event in ("gpu-away", "run-collected") else None
 
 
 def _paired_s(timeline: list[list[Any]], opens: Callable[[str, str], str | None],

@@ -816,6 +816,11 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
             runner.wait(0.1)
             runner = None
         ev.trusted = trusted.wait(args.trusted_timeout + args.compile_timeout)
+        if gate.sharing:
+            # Until the run child is released neither child has GPU work: reading the references and storing the
+            # baselines took 1-1.3 s, which a timed series waiting for the GPU alone waited for (session 35).
+            gate.away()
+            marks.append((time.monotonic(), "gpu-away"))
         log.append(f"trusted: rc={ev.trusted.returncode} {ev.trusted.seconds:.1f}s\n{ev.trusted.log_tail[-3000:]}")
         if not ev.trusted.ok:
             if runner is not None:
@@ -859,6 +864,9 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
         shutil.rmtree(trusted_dir, ignore_errors=True)
         for path in shared_dir.iterdir():
             path.chmod(0o444)
+        if runner is not None and gate.sharing:
+            gate.shared()
+            marks.append((time.monotonic(), "gpu-back"))
         trusted_done.touch()
         if runner is not None:
             ev.run = runner.wait(args.run_timeout + (time.monotonic() - t_start))
