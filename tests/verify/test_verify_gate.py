@@ -225,7 +225,7 @@ def test_the_run_child_gives_way_before_the_candidates_import(tmp_path: Path) ->
 
 def test_the_parent_holds_nothing_between_its_children(tmp_path: Path) -> None:
     """Harness 1.26: from the trusted child's exit to the run child's release neither child has GPU work, and a timed
-    series waiting for the GPU alone waited for the parent reading references and storing baselines (1-1.3 s)."""
+    series waiting for the GPU alone waited for the parent reading the references (0.9-1.2 s for large outputs)."""
     windows: list[tuple[float, float]] = []
     # A neighbour whose timed series holds the GPU alone for 20 ms at a time and asks again 5 ms after. The trusted
     # child's last request is to share again after its baselines, which lets the neighbour queue (the turnstile), so
