@@ -273,7 +273,7 @@ def held_up_by(reports: list[dict[str, Any]], top: int = 5) -> dict[str, Any]:
     total, pieces = 0.0, Counter[str]()
     for timeline in events.values():
         timeline.sort()
-        lets = [(t, key, _let_go(role, event)) for t, key, role, event in timeline if _let_go(role, event)]
+        lets = [(t, key, how) for t, key, role, event in timeline if (how := _let_go(role, event))]
         work: dict[str, list[tuple[float, str]]] = {}
         for t, key, role, event in timeline:
             if role in ("trusted", "compile", "run") and not event.startswith("gate:"):

@@ -19,6 +19,7 @@ import os
 import re
 import time
 import traceback
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -235,15 +236,15 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
         wait_until(Path(job["gate_file"]).exists, job.get("gate_timeout_s", 3600))
         channel.send("mark", phase="gpu-ours")
     task, functional = _load_task(embedded, work)
-    model, init_inputs = _build_reference(torch, task, functional, embedded["form"], job["weight_seed"], device)
+    build = partial(_build_reference, torch, task, functional, embedded["form"], job["weight_seed"], device)
+    model, init_inputs = build()
     torch.save(_cpu(model.state_dict()), shared / "weights.pt")
     channel.send("reference-model", reference=type(model).__module__ + "." + type(model).__name__,
                  parameters={n: list(p.shape) for n, p in model.state_dict().items()},
                  init_inputs=repr(init_inputs)[:500])
     clock = Clock(torch, device)
     yield_point(job, channel, clock.full_sync)
-    model64 = Float64Reference(torch, model, seed=REFERENCE_RNG_SEED, build=lambda: _build_reference(
-        torch, task, functional, embedded["form"], job["weight_seed"], device)[0])
+    model64 = Float64Reference(torch, model, seed=REFERENCE_RNG_SEED, build=lambda: build()[0])
     state_before = {n: t.detach().clone() for n, t in model.state_dict().items()}
     stateful = bool(job["trials"]) and is_stateful(torch, model, make_inputs(
         task.get_inputs, job["trials"][0]["seed"], job["trials"][0]["distribution"], device))
@@ -282,12 +283,12 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
         yield_point(job, channel, clock.full_sync)
         try:
             sized = load_module(init["code"], "ka_task_init", work)
-            init_model, init_args = _build_reference(torch, sized, None, embedded["form"], job["weight_seed"], device)
+            build_sized = partial(_build_reference, torch, sized, None, embedded["form"], job["weight_seed"], device)
+            init_model, init_args = build_sized()
             torch.save(_cpu(init_model.state_dict()), shared / "weights-init.pt")
             inputs = make_inputs(sized.get_inputs, job["screen_seed"] + 3, "randn", device)
             init64 = Float64Reference(torch, init_model, seed=REFERENCE_RNG_SEED, cudnn=model64.cudnn,
-                                      build=lambda: _build_reference(torch, sized, None, embedded["form"],
-                                                                     job["weight_seed"], device)[0])
+                                      build=lambda: build_sized()[0])
             ref32, precision = _send_reference(torch, init_model, init64, inputs, "ref-init", blobs)
             save_values(torch, inputs, shared / "inputs-init")
             channel.send("init-variant", name=init["name"], old=init["old"], new=init["new"], precision=precision,
