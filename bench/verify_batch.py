@@ -33,7 +33,10 @@ before its first script started and after its last report (``Recorder.ends``). `
 process of the pass: builds, scripts, children) per kernel finished, and ``cpu_s_by_process_cold`` the mean of each
 of a kernel's processes (``verify.batch.stats.cpu_by_process``); ``--no-zygote`` starts each verification's
 children by exec instead of forking them from one zygote (``zygote`` says which), and ``--no-slot-zygote`` forks them
-from a zygote of each script's own instead of its batch slot's (``slot_zygote``; ``verify.batch.zygotes``).
+from a zygote of each script's own instead of its batch slot's (``slot_zygote``; ``verify.batch.zygotes``);
+``--no-slot-seed`` starts each slot's zygote on its own instead of forking it from the batch's seed (``slot_seed``),
+and ``--no-fork-parents`` starts each script's parent as ``python script.py`` instead of forking it from its slot's
+zygote (``fork_parents``; ``parents_forked_cold`` counts the cold pass's reports whose parent was forked).
 ``--against REPORTS.jsonl`` (another run's ``reports-cold.jsonl``) adds ``timing_moves_cold``: how far the same
 kernels' speedups and kernel times moved between that run and this cold pass, host-bound and device-bound apart
 (``verify.batch.stats.timing_moves``).
@@ -100,7 +103,14 @@ from verify.batch.stats import (  # noqa: E402
     timing_moves,
 )
 from verify.batch.workers import BATCH_GATE_MODE, Stopped, default_slots, gpu_seats, parse_gpus  # noqa: E402
-from verify.batch.zygotes import SLOT_ZYGOTE_ENV, slot_zygotes_enabled  # noqa: E402
+from verify.batch.zygotes import (  # noqa: E402
+    FORK_PARENTS_ENV,
+    SEED_ENV,
+    SLOT_ZYGOTE_ENV,
+    parent_forks_enabled,
+    seeds_enabled,
+    slot_zygotes_enabled,
+)
 from verify.harness.gate import GATE_MODES  # noqa: E402
 from verify.harness.zygote import ZYGOTE_ENV, zygote_enabled  # noqa: E402
 from verify.pipeline import VerifyJob, verify_jobs  # noqa: E402
@@ -561,6 +571,12 @@ def main() -> int:
                         help="each verification starts a zygote of its own instead of using its batch slot's, "
                              "which imported torch once for all the slot's kernels (KA_SLOT_ZYGOTE=0; "
                              "verify.batch.zygotes)")
+    parser.add_argument("--no-slot-seed", dest="slot_seed", action="store_false",
+                        help="each slot's zygote starts Python and imports torch on its own instead of being forked "
+                             "from the batch's one seed (KA_SLOT_SEED=0)")
+    parser.add_argument("--no-fork-parents", dest="fork_parents", action="store_false",
+                        help="each eval script's parent starts as `python script.py` and imports torch instead of "
+                             "being forked from its slot's zygote (KA_FORK_PARENTS=0)")
     parser.add_argument("--against", type=Path, metavar="REPORTS.jsonl",
                         help="another run's reports-cold.jsonl: say how far the same kernels' timings moved")
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"), help="cpu only exercises the logic")
@@ -594,6 +610,10 @@ def main() -> int:
         os.environ[ZYGOTE_ENV] = "0"
     if not args.slot_zygote:
         os.environ[SLOT_ZYGOTE_ENV] = "0"
+    if not args.slot_seed:
+        os.environ[SEED_ENV] = "0"
+    if not args.fork_parents:
+        os.environ[FORK_PARENTS_ENV] = "0"
     if args.retry_errors and not args.resume:
         parser.error("--retry-errors needs --resume: without it every kernel is verified anyway")
     if args.scaling_repeat < 1:
@@ -651,6 +671,10 @@ def main() -> int:
         "cpu_s_by_process_cold": cpu_by_process(list(cold.reports.values())),
         "zygote": zygote_enabled(os.environ),
         "slot_zygote": slot_zygotes_enabled(os.environ),
+        "slot_seed": seeds_enabled(os.environ),
+        "fork_parents": parent_forks_enabled(os.environ),
+        "parents_forked_cold": sum(r.get("parent_started") == "forked from the slot's zygote"
+                                   for r in cold.reports.values()),
     }
     if args.against is not None:
         result["timing_moves_cold"] = timing_moves(cold.reports, read_reports(args.against))

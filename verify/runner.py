@@ -11,12 +11,14 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,15 +88,23 @@ class BatchStopped(RuntimeError):
         self.marks = marks or []
 
 
+ScriptStart = Callable[[list[str], dict[str, str], float], "tuple[int, str] | None"]
+"""Another way to run an eval script's command: ``start(command, env, timeout_s)`` gives its exit code and the end
+of its output, or None where it cannot (the script then runs as a subprocess), and raises
+``subprocess.TimeoutExpired``, the script stopped, past ``timeout_s``. A batch slot forks the script's parent from
+its zygote so (``verify.batch.zygotes``)."""
+
+
 def run_script(script: Path, options: VerifyOptions, *, build_dir: str | os.PathLike[str] | None = None,
                env: dict[str, str] | None = None, stop_at: float | None = None,
-               pass_fds: tuple[int, ...] = ()) -> dict[str, Any]:
+               pass_fds: tuple[int, ...] = (), start: ScriptStart | None = None) -> dict[str, Any]:
     """Run an eval script and return its JSON report.
 
     ``build_dir``: a build-cache entry the kernel is built in (reused when already built); ``env``: variables
     set for the script on top of this process's (e.g. ``CUDA_VISIBLE_DEVICES`` of one GPU); ``stop_at``: a
     ``time.time()`` at which a batch stops the script whatever it is doing; ``pass_fds``: descriptors the
-    script inherits (a batch slot's zygote connection, ``verify.batch.zygotes``).
+    script inherits (a batch slot's zygote connection, ``verify.batch.zygotes``); ``start``: runs the script
+    instead of a subprocess where it can (the report's ``parent_started`` says whether it did).
 
     Raises:
         VerifyError: no report came back; the message carries the script's last output (``ScriptKilled``: a
@@ -118,8 +128,12 @@ def run_script(script: Path, options: VerifyOptions, *, build_dir: str | os.Path
         if build_dir is not None:
             command += ["--build-dir", str(build_dir)]
         try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, pass_fds=pass_fds,
-                                  stdin=subprocess.DEVNULL, env={**os.environ, **env} if env else None)
+            started = start(command, {**os.environ, **(env or {})}, timeout) if start is not None else None
+            forked = started is not None
+            if started is None:
+                done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, pass_fds=pass_fds,
+                                      stdin=subprocess.DEVNULL, env={**os.environ, **env} if env else None)
+                started = done.returncode, done.stderr or done.stdout or ""
         except FileNotFoundError as error:
             raise VerifyError(f"cannot run {options.python!r}: {error}; pass --python PATH to a Python with torch") from None
         except subprocess.TimeoutExpired:
@@ -128,12 +142,15 @@ def run_script(script: Path, options: VerifyOptions, *, build_dir: str | os.Path
                                    read_marks(marks_path)) from None
             raise VerifyError(f"the eval script ran past {options.timeout():.0f}s and was stopped") from None
         if not report_path.is_file():
-            tail = (done.stderr or done.stdout or "")[-2000:]
-            message = f"the eval script exited with code {done.returncode} and wrote no report:\n{tail}"
-            if done.returncode < 0:
-                raise ScriptKilled(message, -done.returncode)
+            code, output = started
+            message = f"the eval script exited with code {code} and wrote no report:\n{output[-2000:]}"
+            if code < 0:
+                raise ScriptKilled(message, -code)
             raise VerifyError(message)
-        return json.loads(report_path.read_text())
+        report = json.loads(report_path.read_text())
+        if start is not None:
+            report["parent_started"] = "forked from the slot's zygote" if forked else "exec"
+        return report
 
 
 def verify_code(
@@ -148,23 +165,27 @@ def verify_code(
     env: dict[str, str] | None = None,
     stop_at: float | None = None,
     pass_fds: tuple[int, ...] = (),
+    fork: Callable[..., tuple[int, str] | None] | None = None,
 ) -> dict[str, Any]:
     """Verify code that is not in an archive (a kernel you just generated); returns the report.
 
     ``build_dir``, ``env``, ``stop_at`` and ``pass_fds`` are passed to ``run_script`` (the batch pipeline's
-    build cache, GPU, hard time limit and slot zygote).
+    build cache, GPU, hard time limit and slot zygote), and ``fork`` too, given the script's ``embedded`` (a
+    ``ScriptStart`` once it has it: ``verify.batch.zygotes.SlotZygotes.for_script``).
 
     Example:
         >>> # verify_code(open("task.py").read(), open("kernel.cu").read(), "cuda-binding")
     """
-    from verify.script import render_script
+    from verify.script import embedded_values, render_script
 
     text = render_script(task_code=task_code, functional_code=functional_code, kernel_code=kernel_code, form=form,
                          meta=meta or {})
+    start = None if fork is None else functools.partial(fork, embedded=embedded_values(
+        task_code=task_code, functional_code=functional_code, kernel_code=kernel_code, form=form, meta=meta))
     with tempfile.TemporaryDirectory(prefix="ka-verify-script-") as folder:
         script = write_script(text, Path(folder) / "eval_kernel.py")
         return run_script(script, options or VerifyOptions(), build_dir=build_dir, env=env, stop_at=stop_at,
-                          pass_fds=pass_fds)
+                          pass_fds=pass_fds, start=start)
 
 
 def load_detail(db: str | os.PathLike[str] | None, kernel_id: str) -> Any:

@@ -162,19 +162,33 @@ def render_script(
         raise ValueError("the task has no reference code (the source named it without releasing it)")
     if not kernel_code:
         raise ValueError("the kernel has no code (the source released timings only)")
-    meta = inert_meta(meta or {})
+    values = embedded_values(task_code=task_code, functional_code=functional_code, kernel_code=kernel_code, form=form,
+                             meta=meta)
     header = _HEADER.format(file_name=safe_file_name(file_name), harness_version=HARNESS_VERSION)
     embedded = (
-        f"KERNEL_META = {meta!r}\n"
+        f"KERNEL_META = {values['meta']!r}\n"
         f"KERNEL_FORM = {form!r}\n"
         f"TASK_CODE = {task_code!r}\n"
         f"FUNCTIONAL_CODE = {functional_code!r}\n"
         f"KERNEL_CODE = {kernel_code!r}\n"
-        f"HARNESS_DIGEST = {harness_digest()!r}\n"
+        f"HARNESS_DIGEST = {values['harness_digest']!r}\n"
         "EMBEDDED = {'task_code': TASK_CODE, 'functional_code': FUNCTIONAL_CODE, 'kernel_code': KERNEL_CODE,\n"
         "            'form': KERNEL_FORM, 'meta': KERNEL_META, 'harness_digest': HARNESS_DIGEST}\n\n"
     )
     return header + embedded + harness_text() + _FOOTER
+
+
+def embedded_values(*, task_code: str, functional_code: str | None, kernel_code: str, form: str,
+                    meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The eval script's ``EMBEDDED``: what a batch slot's zygote is sent for the script's parent and children.
+
+    Example:
+        >>> values = embedded_values(task_code="t", functional_code=None, kernel_code="k", form="model-new")
+        >>> sorted(values), values["harness_digest"] == harness_digest()
+        (['form', 'functional_code', 'harness_digest', 'kernel_code', 'meta', 'task_code'], True)
+    """
+    return {"task_code": task_code, "functional_code": functional_code, "kernel_code": kernel_code, "form": form,
+            "meta": inert_meta(meta or {}), "harness_digest": harness_digest()}
 
 
 _FOOTER = (

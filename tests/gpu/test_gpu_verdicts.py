@@ -5,7 +5,9 @@ Every case names the verdict it must get (``expect``); each runs the generated e
 one short device call, all cases run at once in a thread pool (``KA_GPU_WORKERS``, default 8) in one module
 fixture, and each test asserts on its report. Each report is appended to ``KA_GPU_REPORTS`` (a JSON Lines
 path) and summarised on stdout (``-s``) as it arrives, so a call cut short still returns what finished;
-``KA_GPU_SAMPLE`` sizes the CUDA-L1 ``ModelNew = Model`` sample (default 30, 0 for none), and ``KA_GPU_ONLY``
+``KA_GPU_SAMPLE`` sizes the CUDA-L1 ``ModelNew = Model`` sample (default 30, 0 for none), ``KA_GPU_FORKED=1`` runs
+each script as a batch slot does, its parent and children forked from the worker's slot zygote (forked from one
+seed; ``verify.batch.zygotes``) instead of ``python script.py``, and ``KA_GPU_ONLY``
 (comma-separated shell patterns of case names, e.g. ``model-is-modelnew-L3-*``) runs only the cases it names,
 so a call cut short can be finished by another; tests of cases not run are skipped. The pool's verifications
 take the GPU in turn through one GPU gate (``KA_GPU_GATE``, as in a batch), but they share the CPUs, so the
@@ -29,8 +31,10 @@ import hashlib
 import json
 import os
 import re
+import sys
 import tempfile
 import textwrap
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -479,14 +483,40 @@ SAMPLE = _sample_tasks(int(os.environ.get("KA_GPU_SAMPLE", "30")))
 BUILDS = Path(tempfile.mkdtemp(prefix="ka-gpu-verdict-builds-"))
 
 
+FORKED = os.environ.get("KA_GPU_FORKED") == "1"
+RERUN: set[str] = set()
+"""The kernels (sha256) whose forked parent was killed, and which ran again started as ``python script.py``."""
+_slots = threading.local()
+_all_slots: list[Any] = []
+
+
+def _slot() -> Any:
+    """This worker thread's slot zygotes (``KA_GPU_FORKED=1``), as a batch slot keeps them."""
+    if not hasattr(_slots, "zygotes"):
+        from verify.batch.zygotes import SlotZygotes
+
+        _slots.zygotes = SlotZygotes(sys.executable, {})
+        _all_slots.append(_slots.zygotes)
+    return _slots.zygotes
+
+
 def _verify(task: str, kernel: str, form: str = "model-new", **kw: Any) -> dict[str, Any]:
-    from verify.runner import VerifyOptions, verify_code
+    from verify.runner import ScriptKilled, VerifyOptions, verify_code
 
     options = VerifyOptions(trials=kw.pop("trials", 5), target_seconds=kw.pop("target_seconds", 0.1),
                             compile_baseline=False, **kw)
     build = BUILDS / hashlib.sha256(f"{form}\n{kernel}".encode()).hexdigest()[:16]
     build.mkdir(exist_ok=True)
     try:
+        if not FORKED:
+            return verify_code(task, kernel, form, options, build_dir=build)
+        with _slot().for_script() as (extra, fds, fork):
+            try:
+                return verify_code(task, kernel, form, options, build_dir=build, env=extra, pass_fds=fds, fork=fork)
+            except ScriptKilled:
+                # As a batch does (verify.batch.workers.verify_one): a forked parent killed with its zygote runs again
+                # started as ``python script.py``.
+                RERUN.add(hashlib.sha256(kernel.encode()).hexdigest())
         return verify_code(task, kernel, form, options, build_dir=build)
     except Exception as error:
         return {"status": "error", "error": f"{type(error).__name__}: {error}", "checks": {}}
@@ -551,7 +581,18 @@ def reports() -> Reports:
                 with open(sink, "a") as out:
                     out.write(json.dumps({"case": name, **{k: v for k, v in report.items() if k != "log"}},
                                          default=str) + "\n")
+    for zygotes in _all_slots:
+        zygotes.close()
+    _all_slots.clear()
     return done
+
+
+@pytest.mark.skipif(not FORKED, reason="KA_GPU_FORKED=1 runs the cases with forked parents")
+def test_every_parent_was_forked_when_asked(reports: dict[str, dict[str, Any]]) -> None:
+    kernels = {c.name: c.kernel for c in CASES}
+    started = {name: r.get("parent_started") for name, r in reports.items()
+               if hashlib.sha256(kernels.get(name, "").encode()).hexdigest() not in RERUN}
+    assert set(started.values()) == {"forked from the slot's zygote"}, started
 
 
 def _checks(report: dict[str, Any]) -> dict[str, tuple[str, str]]:

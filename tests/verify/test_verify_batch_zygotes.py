@@ -12,12 +12,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from batch_testing import MUTATING, job
+from batch_testing import HONEST, MUTATING, job
 from zygote_testing import DIGEST, KERNEL, TASK, host_script, with_repo
 
 import verify.batch.zygotes as zygotes_module
 from verify.batch.workers import LocalBatch
-from verify.batch.zygotes import SlotZygote, SlotZygotes, slot_zygotes_enabled
+from verify.batch.zygotes import (
+    Seed,
+    SlotZygote,
+    SlotZygotes,
+    parent_forks_enabled,
+    seeds_enabled,
+    slot_zygotes_enabled,
+)
 from verify.harness.judge import ChildReport
 from verify.harness.parent import ChildProcess, scrubbed_environment
 from verify.harness.zygote import ZYGOTE_FD_ENV, Zygote, _sealed_json
@@ -114,12 +121,12 @@ def test_a_request_from_another_harness_is_refused_and_the_child_runs_by_exec(sl
 
 def test_a_stopped_or_killed_zygote_is_replaced_before_the_next_script(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(zygotes_module, "PING_S", 1.0)
-    env = with_repo(dict(os.environ))
+    env = with_repo(dict(os.environ)) | {"KA_SLOT_SEED": "0"}
     zygotes = SlotZygotes(sys.executable, env)
     monkeypatch.setattr(zygotes_module, "SlotZygote",
-                        lambda python, env: SlotZygote(python, env, script=host_script(tmp_path)))
+                        lambda python, env, seed=None: SlotZygote(python, env, script=host_script(tmp_path)))
     try:
-        with zygotes.for_script() as (extra, fds):
+        with zygotes.for_script() as (extra, fds, _):
             first = zygotes.current
             assert first is not None and extra == {ZYGOTE_FD_ENV: str(fds[0])}
         zygote = _connect(first, "warm")
@@ -128,10 +135,10 @@ def test_a_stopped_or_killed_zygote_is_replaced_before_the_next_script(tmp_path:
         finally:
             zygote.close()
         os.kill(first.process.pid, signal.SIGSTOP)  # as a candidate could: it descends from the zygote
-        with zygotes.for_script() as (extra, fds):
+        with zygotes.for_script() as (extra, fds, _):
             assert (extra, fds) == ({}, ()), "a stopped zygote gets no script"
         assert zygotes.replaced == 1 and zygotes.current is None
-        with zygotes.for_script() as (extra, fds):
+        with zygotes.for_script() as (extra, fds, _):
             second = zygotes.current
             assert second is not None and second is not first and fds
         zygote = _connect(second, "warm")
@@ -141,7 +148,7 @@ def test_a_stopped_or_killed_zygote_is_replaced_before_the_next_script(tmp_path:
             zygote.close()
         os.kill(second.process.pid, signal.SIGKILL)  # killed once ready, it is replaced as well
         second.process.wait(30)
-        with zygotes.for_script() as (extra, fds):
+        with zygotes.for_script() as (extra, fds, _):
             assert (extra, fds) == ({}, ())
         assert zygotes.replaced == 2 and zygotes.enabled
     finally:
@@ -153,18 +160,18 @@ def test_a_zygote_that_dies_before_its_imports_is_not_started_again(tmp_path: Pa
     (tmp_path / "broken.py").write_text("raise SystemExit('no torch here')\n")
     started: list[SlotZygote] = []
 
-    def broken(python: str, env: dict[str, str]) -> SlotZygote:
+    def broken(python: str, env: dict[str, str], seed: object = None) -> SlotZygote:
         started.append(SlotZygote(python, env, script=tmp_path / "broken.py"))
         return started[-1]
 
     monkeypatch.setattr(zygotes_module, "SlotZygote", broken)
-    zygotes = SlotZygotes(sys.executable, dict(os.environ))
+    zygotes = SlotZygotes(sys.executable, dict(os.environ) | {"KA_SLOT_SEED": "0"})
     try:
-        with zygotes.for_script() as (extra, _):
+        with zygotes.for_script() as (extra, _, _):
             assert extra, "a zygote still importing gets the script: its requests wait for it"
         started[0].process.wait(60)
         for _ in range(2):
-            with zygotes.for_script() as (extra, fds):
+            with zygotes.for_script() as (extra, fds, _):
                 assert (extra, fds) == ({}, ())
         assert len(started) == 1 and not zygotes.enabled
     finally:
@@ -186,6 +193,42 @@ def test_the_kernel_a_request_carries_cannot_be_changed_by_whoever_holds_it() ->
 def test_the_switches() -> None:
     assert slot_zygotes_enabled({}) and slot_zygotes_enabled({"KA_SLOT_ZYGOTE": "1"})
     assert not slot_zygotes_enabled({"KA_SLOT_ZYGOTE": "0"}) and not slot_zygotes_enabled({"KA_ZYGOTE": "0"})
+    assert seeds_enabled({}) and parent_forks_enabled({})
+    for off in ({"KA_SLOT_SEED": "0"}, {"KA_SLOT_ZYGOTE": "0"}, {"KA_ZYGOTE": "0"}):
+        assert not seeds_enabled(off)
+    for off in ({"KA_FORK_PARENTS": "0"}, {"KA_SLOT_ZYGOTE": "0"}, {"KA_ZYGOTE": "0"}):
+        assert not parent_forks_enabled(off)
+
+
+def _parent_pid(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+@pytest.mark.slow
+def test_every_slots_zygote_is_forked_from_one_seed_which_ends_with_its_last_slot(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Seed, "_current", None)  # not one that slots of earlier tests still hold
+    env = with_repo(dict(os.environ))
+    slots = [SlotZygotes(sys.executable, env) for _ in range(2)]
+    try:
+        seed = slots[0]._seed
+        assert seed is not None and slots[1]._seed is seed and seed.users == 2
+        for slot in slots:
+            with slot.for_script() as (extra, fds, fork):
+                assert extra and fds and fork is not None
+        zygotes = [slot.current for slot in slots]
+        assert all(z is not None and z.forked for z in zygotes)
+        assert {_parent_pid(z.process.pid) for z in zygotes} == {seed.zygote.process.pid}
+        # Its torch import and the judge's compile left no thread behind to be lost in a fork.
+        assert len(os.listdir(f"/proc/{seed.zygote.process.pid}/task")) == 1
+        slots[0].close()
+        assert seed.zygote.process.poll() is None, "another slot still holds the seed"
+        assert _alive(zygotes[1].process.pid), "a slot's zygote outlives another slot"
+    finally:
+        for slot in slots:
+            slot.close()
+    assert seed.zygote.process.wait(30) is not None and Seed._current is None
+    assert not _alive(zygotes[1].process.pid)
 
 
 def _batch(jobs: list, monkeypatch: pytest.MonkeyPatch, switch: str) -> dict[str, dict]:
@@ -196,6 +239,29 @@ def _batch(jobs: list, monkeypatch: pytest.MonkeyPatch, switch: str) -> dict[str
     return reports
 
 
+# A candidate that kills the zygote it descends from (and so, with it, a parent forked from that zygote).
+KILLS_ZYGOTE = HONEST.replace("return torch.relu(self.lin(x))",
+                              "import os, signal\n        os.kill(os.getppid(), signal.SIGKILL)\n"
+                              "        return torch.relu(self.lin(x))")
+
+
+@pytest.mark.slow
+def test_a_candidate_that_kills_its_zygote_gets_the_verdict_it_gets_without_forked_parents(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    jobs = [job("kills", kernel=KILLS_ZYGOTE), job("honest")]
+    forked = _batch(jobs, monkeypatch, "1")
+    monkeypatch.setenv("KA_FORK_PARENTS", "0")
+    started = _batch(jobs, monkeypatch, "1")
+    assert forked["kills"]["status"] == started["kills"]["status"] == "failed"
+    assert ({k: v["verdict"] for k, v in forked["kills"]["checks"].items()}
+            == {k: v["verdict"] for k, v in started["kills"]["checks"].items()})
+    # The forked parent died with the zygote; the script ran again alone, its parent started as before.
+    assert forked["kills"]["gate"]["rerun"].startswith("killed by signal 9")
+    assert "parent_started" not in forked["kills"]
+    assert forked["honest"]["parent_started"] == "forked from the slot's zygote"
+    assert forked["honest"]["status"] == started["honest"]["status"] != "failed"
+
+
 @pytest.mark.slow
 def test_a_batch_slot_forks_every_scripts_children_from_one_zygote_and_keeps_every_verdict(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -204,6 +270,11 @@ def test_a_batch_slot_forks_every_scripts_children_from_one_zygote_and_keeps_eve
     slot, own = _batch(jobs, monkeypatch, "1"), _batch(jobs, monkeypatch, "0")
     assert all(set(r["children"].values()) == {"forked from the slot's zygote"} for r in slot.values())
     assert all(set(r["children"].values()) == {"forked"} for r in own.values())
+    # The parents too: forked from the slot's zygote, from one seed's torch import; the judge's CPU is its own work.
+    assert {r["parent_started"] for r in slot.values()} == {"forked from the slot's zygote"}
+    assert all("parent_started" not in r for r in own.values())
+    # A forked parent's judge runs on one thread too, though its zygote's main thread had read the default.
+    assert {r["judge_threads"] for r in [*slot.values(), *own.values()]} == {1}
     for key in ("honest", "mutating", "probe"):
         assert slot[key]["status"] == own[key]["status"], key
         assert ({k: v["verdict"] for k, v in slot[key]["checks"].items()}

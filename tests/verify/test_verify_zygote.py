@@ -187,3 +187,29 @@ def test_the_eval_script_forks_its_children_and_keeps_every_verdict(tmp_path: Pa
     seen = [json.loads(p.read_text()) for p in tmp_path.glob("fds-*.json")]
     assert len(seen) >= 4, "the compile and run children of both verifications imported the kernel"
     assert not [t for fds in seen for t in fds.values() if t.startswith("socket:")]
+
+
+JUDGE = """
+import ctypes, json, os
+fd = int(os.environ["KA_TEST_FD"])
+print(json.dumps({"dumpable": ctypes.CDLL(None).prctl(3, 0, 0, 0, 0), "fd": os.readlink(f"/proc/self/fd/{fd}")}))
+"""
+
+
+@pytest.mark.parametrize("judge", [True, False])
+def test_a_judge_stays_undumpable_and_finds_a_descriptor_by_its_variable(tmp_path: Path, zygote: Zygote,
+                                                                         judge: bool) -> None:
+    read, write = os.pipe()
+    log = tmp_path / "judge.log"
+    try:
+        with open(log, "wb") as out:
+            child = zygote.spawn(_script(tmp_path, JUDGE), env=_environment(tmp_path), cwd=tmp_path,
+                                 log_fd=out.fileno(), fd_env={"KA_TEST_FD": write}, judge=judge)
+        assert child.wait(60) == 0, log.read_text()
+    finally:
+        os.close(read)
+        os.close(write)
+    facts = json.loads(log.read_text().strip().splitlines()[-1])
+    # A script's parent (or a slot's zygote) is never dumpable: no same-user ptrace between fork and its main.
+    assert facts["dumpable"] == (0 if judge else 1)
+    assert facts["fd"].startswith("pipe:")

@@ -231,8 +231,9 @@ def verify_one(job: VerifyJob, options: VerifyOptions, *, build: BuildResult | N
     With ``zygotes`` the script forks its children from the slot's zygote (``verify.batch.zygotes``). With
     ``alone_because`` the script holds its GPU alone throughout, and its report's ``gate.rerun`` says why. A script
     killed by a signal while sharing its GPU (``verify.runner.ScriptKilled``: on a loaded host, most often the
-    out-of-memory killer) is run once more, alone on its GPU and on the host (``KA_HOST_GATE_MODE=exclusive``: it
-    waits for the host's other verifications to end, and they for it); killed again, its error report stands.
+    out-of-memory killer; or its parent, forked from the slot's zygote, died with it) is run once more, alone on
+    its GPU and on the host (``KA_HOST_GATE_MODE=exclusive``: it waits for the host's other verifications to end,
+    and they for it), its parent started as ``python script.py``; killed again, its error report stands.
 
     Raises:
         verify.runner.BatchStopped: the batch's hard limit ``stop_at`` (a ``time.time()``) stopped it.
@@ -244,12 +245,13 @@ def verify_one(job: VerifyJob, options: VerifyOptions, *, build: BuildResult | N
         run_env = env | ({"KA_GPU_GATE_MODE": "exclusive"} if alone_because else {}) \
             | ({"KA_HOST_GATE_MODE": "exclusive"} if host_alone else {})
         try:
-            with zygotes.for_script() if zygotes is not None else contextlib.nullcontext(({}, ())) as (extra, fds):
+            with (zygotes.for_script(fork_parent=not host_alone) if zygotes is not None
+                  else contextlib.nullcontext(({}, (), None))) as (extra, fds, fork):
                 report = verify_code(job.task_code, job.kernel_code, job.form, options,
                                      functional_code=job.functional_code, meta=job.meta,
                                      build_dir=build.entry if build else None,
                                      env=run_env | {"KA_DIE_WITH_PARENT": "1"} | extra, stop_at=stop_at,
-                                     pass_fds=fds)
+                                     pass_fds=fds, fork=fork)
         except ScriptKilled as error:
             if not host_alone:
                 # Most often the out-of-memory killer: alone on the host, not only on its GPU.

@@ -86,21 +86,31 @@ def warm_fused(elements: int) -> threading.Thread | None:
     """
     if not fused_enabled(elements):
         return None
-
-    def compile_both() -> None:
-        import numpy
-
-        kernels = fused_kernels()
-        if kernels is None:
-            return
-        o, r, r32 = numpy.zeros(1, numpy.float32), numpy.zeros(1, numpy.float64), numpy.zeros(1, numpy.float32)
-        kernels[0](o, r, r32, True, 0.0, 0.0, 1.0, 1)
-        values = numpy.zeros(1, numpy.float64)
-        kernels[1](o, True, values, values.copy(), r, r32, True)
-
-    thread = threading.Thread(target=compile_both, name="ka-fused-compile", daemon=True)
+    thread = threading.Thread(target=compile_fused, name="ka-fused-compile", daemon=True)
     thread.start()
     return thread
+
+
+def compile_fused(env: dict[str, str] | os._Environ[str] = os.environ) -> bool:
+    """Compile both passes for float32 outputs against float64 and float32 references, here and now; whether
+    they are (False without numba or with ``KA_JUDGE_FUSED=0``). A compiled pass is not compiled again.
+
+    Example:
+        >>> compile_fused({"KA_JUDGE_FUSED": "0"})
+        False
+    """
+    if env.get(FUSED_ENV, "1") == "0":
+        return False
+    kernels = fused_kernels()
+    if kernels is None:
+        return False
+    import numpy
+
+    o, r, r32 = numpy.zeros(1, numpy.float32), numpy.zeros(1, numpy.float64), numpy.zeros(1, numpy.float32)
+    kernels[0](o, r, r32, True, 0.0, 0.0, 1.0, 1)
+    values = numpy.zeros(1, numpy.float64)
+    kernels[1](o, True, values, values.copy(), r, r32, True)
+    return True
 
 
 def fused_judge_part(out: Any, ref64: Any, ref32: Any | None, policy: dict[str, Any], torch: Any) -> dict[str, Any] | None:

@@ -531,6 +531,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--ncu-timeout", type=float, default=900.0, help="seconds for the ncu run")
     parser.add_argument("--role", choices=("trusted", "compile", "run", "profile", "zygote"), help=argparse.SUPPRESS)
     parser.add_argument("--slot", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--slot-seed", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--job", help=argparse.SUPPRESS)
     parser.add_argument("--channel", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--blobs", type=int, help=argparse.SUPPRESS)
@@ -745,8 +746,14 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
                for role in ("trusted", "run")}
     report["gate"] = {"mode": gate.mode if gate.path else None}
     trusted: ChildProcess | None = None
-    # The parent needs torch only to read the references; importing it now overlaps the compile step.
-    threading.Thread(target=_import_torch, daemon=True).start()
+    if "torch" in sys.modules:
+        # Forked from a zygote that imported torch: its main thread has already read its thread count, and only a
+        # count set in that thread reaches the judge (set from another, the judge ran 16 threads: 6 s instead of
+        # 0.1 s on a loaded host, session 37).
+        _import_torch()
+    else:
+        # The parent needs torch only to read the references; importing it now overlaps the compile step.
+        threading.Thread(target=_import_torch, daemon=True).start()
     try:
         # The trusted child (references, screens) and the compile child (nvcc) run at the same time; the
         # trusted child times its baselines only once the compile child is done ("go"), so nothing of the
@@ -923,6 +930,7 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
             notes=[m.get("message") for m in ev.trusted.all("note")]
             + ([reduced["why"]] if reduced else []),
             judge_fused={name: FUSED_USED[name] - fused_before[name] for name in FUSED_USED},
+            judge_threads=_judge_threads(),
             harness_seconds=time.monotonic() - t_start,
             step_seconds={r.role: r.seconds for r in (ev.trusted, ev.compile, ev.run, ev.sanitizer) if r},
             children={r.role: r.started for r in (ev.trusted, ev.compile, ev.run, ev.sanitizer) if r},
@@ -1014,6 +1022,12 @@ def _import_torch() -> None:
         # barrier on every elementwise op cost more than it gave (33.5M elements: 1.1 s on one thread, 29.7 s on
         # two on a loaded 2-core host).
         torch.set_num_threads(int(os.environ.get("KA_JUDGE_THREADS", JUDGE_THREADS)))
+
+
+def _judge_threads() -> int | None:
+    """The CPU threads the judge's torch operations ran on (``JUDGE_THREADS`` unless ``KA_JUDGE_THREADS`` says)."""
+    torch = sys.modules.get("torch")
+    return torch.get_num_threads() if torch is not None else None
 
 
 MARKS_FILE_ENV = "KA_MARKS_FILE"
@@ -1203,8 +1217,10 @@ def main(argv: list[str] | None, embedded: dict[str, Any], script: str) -> int:
         # Started by a batch: a killed batch must take its scripts (and so their children) with it.
         die_with_parent()
     if args.role == "zygote":
-        return serve(args.channel, lambda rest, kernel: main(rest, embedded if kernel is None else kernel, script),
-                     slot=args.slot, digest=embedded.get("harness_digest"))
+        # A kernel's request runs that kernel's script: a parent forked for it starts its children as that script.
+        return serve(args.channel, lambda rest, kernel: main(rest, embedded, script) if kernel is None
+                     else main(rest, kernel, os.path.abspath(sys.argv[0])),
+                     slot=args.slot, digest=embedded.get("harness_digest"), seed=args.slot_seed)
     if args.role:
         from verify.harness.roles import child_main
 

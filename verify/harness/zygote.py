@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from verify.harness.common import die_with_parent, make_non_dumpable, set_dumpable
+from verify.harness.fused import compile_fused
 
 ZYGOTE_ENV = "KA_ZYGOTE"
 """``0`` starts every child by exec instead of forking it from a zygote."""
@@ -151,16 +152,20 @@ class Zygote:
             self._changed.notify_all()
 
     def spawn(self, argv: list[str], *, env: dict[str, str], cwd: str | os.PathLike[str], log_fd: int,
-              fds: dict[int, int] | None = None, timeout_s: float = ZYGOTE_START_S) -> ZygoteChild:
+              fds: dict[int, int] | None = None, fd_env: dict[str, int] | None = None, judge: bool = False,
+              timeout_s: float = ZYGOTE_START_S) -> ZygoteChild:
         """Fork a child that runs ``argv`` (this script's own ``[python, script, ...]``) as an exec would.
 
         ``fds`` maps an index of ``argv`` to a descriptor of this process: the child gets the descriptor and
-        finds its own number for it at that index (``--channel FD``). Its stdout and stderr go to ``log_fd``.
+        finds its own number for it at that index (``--channel FD``); ``fd_env`` does the same for an environment
+        variable. Its stdout and stderr go to ``log_fd``. A ``judge`` (a script's parent, a slot's zygote) runs
+        no candidate code and stays undumpable, as the zygote is, from its first instruction on.
         """
-        fds = dict(fds or {})
-        request = {"argv": argv, "env": env, "cwd": str(cwd), "fd_args": list(fds),
-                   "embedded": self._embedded_fd is not None, "harness": self.digest}
-        passed = [log_fd, *fds.values(), *([self._embedded_fd] if self._embedded_fd is not None else [])]
+        fds, fd_env = dict(fds or {}), dict(fd_env or {})
+        request = {"argv": argv, "env": env, "cwd": str(cwd), "fd_args": list(fds), "fd_env": list(fd_env),
+                   "embedded": self._embedded_fd is not None, "harness": self.digest, "judge": judge}
+        passed = [log_fd, *fds.values(), *fd_env.values(),
+                  *([self._embedded_fd] if self._embedded_fd is not None else [])]
         with self._lock:
             if self._gone or self._broken:
                 raise ZygoteError(self._broken or f"the zygote is gone: {self.log_tail()}")
@@ -339,7 +344,7 @@ def warm_imports() -> None:
             torch.nn.Linear(4, 4, device="meta")(torch.ones(2, 4, device="meta"))
 
 
-def serve(fd: int, run_main: RunMain, *, slot: bool = False, digest: str | None = None) -> int:
+def serve(fd: int, run_main: RunMain, *, slot: bool = False, digest: str | None = None, seed: bool = False) -> int:
     """The zygote's loop: fork a child per request, report each child's exit; ends when the parent goes.
 
     ``run_main(argv, embedded)`` is the script's entry point, called in the forked child with the arguments
@@ -348,13 +353,19 @@ def serve(fd: int, run_main: RunMain, *, slot: bool = False, digest: str | None 
     Without ``slot``, ``fd`` is the one connection, to the verification's parent. With ``slot``, ``fd`` is
     the batch slot's control socket: each message on it is a ``ping`` (answered ``pong``) or a ``connect``
     carrying one script's connection; every request must carry its kernel and the harness ``digest``.
+    A ``seed`` is a batch's zygote of slot zygotes (``verify.batch.zygotes``): it also compiles the judge's
+    fused passes, once for every slot zygote and the parents forked from them, and it ends when its one
+    connection closes, not with the thread that started it (the batch's slots come and go).
     """
     import warnings
 
-    die_with_parent()
+    if not seed:
+        die_with_parent()
     make_non_dumpable()
     control = socket.socket(fileno=fd)
     warm_imports()
+    if seed:
+        compile_fused()
     # numpy's BLAS threads exist here; the fork keeps only the calling thread and the child starts them again.
     warnings.filterwarnings("ignore", category=DeprecationWarning, message=".*fork.*")
     wake_read, wake_write = os.pipe()
@@ -442,7 +453,8 @@ def _fork(connection: socket.socket, message: bytes, fds: list[int], slot: bool,
     except ValueError:
         request = None
     error = ""
-    if not isinstance(request, dict) or len(fds) != 1 + len(request.get("fd_args", [])) + bool(request.get("embedded")):
+    if not isinstance(request, dict) or len(fds) != (1 + len(request.get("fd_args", [])) + len(request.get("fd_env", []))
+                                                     + bool(request.get("embedded"))):
         error = "malformed request"
     elif slot and not request.get("embedded"):
         error = "a slot's zygote holds no kernel: the request must carry one"
@@ -494,7 +506,8 @@ def _become(request: dict[str, Any], fds: list[int], zygote_fds: list[int], run_
             embedded = _read_json(fds[-1])
             os.close(fds[-1])
             fds = fds[:-1]
-        set_dumpable()
+        if not request.get("judge"):
+            set_dumpable()
         log_fd, passed = fds[0], fds[1:]
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
@@ -503,11 +516,14 @@ def _become(request: dict[str, Any], fds: list[int], zygote_fds: list[int], run_
         os.dup2(log_fd, 2)
         os.close(log_fd)
         argv = [str(a) for a in request["argv"]]
-        for index, received in zip(request["fd_args"], passed, strict=True):
+        named = request.get("fd_env", [])
+        for index, received in zip(request["fd_args"], passed[:len(passed) - len(named)], strict=True):
             argv[int(index)] = str(received)
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update({str(k): str(v) for k, v in request["env"].items()})
+        os.environ.update({str(name): str(received) for name, received in zip(named, passed[len(passed) - len(named):],
+                                                                               strict=True)})
         import tempfile
 
         tempfile.tempdir = None
