@@ -13,7 +13,14 @@ from hostile_text import HOSTILE_TEXTS, PAYLOAD_MARKER
 
 from verify.harness import MODULES
 from verify.runner import VerifyOptions, verify_code
-from verify.script import harness_names, inline_module, render_script, safe_file_name, write_script
+from verify.script import (
+    embedded_values,
+    harness_names,
+    inline_module,
+    render_script,
+    safe_file_name,
+    write_script,
+)
 
 TASK = '''import torch
 import torch.nn as nn
@@ -268,3 +275,18 @@ class ModelNew(Model):
                          VerifyOptions(trials=3, device="cpu", target_seconds=0.05, shape_probe=False))
     assert caught["status"] == "failed", caught["checks"]
     assert caught["checks"]["correctness"]["verdict"] == "fail"
+
+
+@pytest.mark.parametrize("text", HOSTILE_TEXTS[:4])
+def test_what_a_slot_zygote_is_sent_for_a_parent_is_the_scripts_own_embedded(text: str) -> None:
+    """A forked parent judges the kernel the batch sends (``embedded_values``); a started one, what its file holds."""
+    kwargs = {"task_code": f"# {text}\nclass Model: pass", "functional_code": None,
+              "kernel_code": f"# {text}\nclass ModelNew: pass", "form": "model-new",
+              "meta": {"kernel_name": text, "speedup": 1.5, "nested": {"a": [1]}}}
+    tree = ast.parse(render_script(**kwargs))
+    names = {"KERNEL_META": "meta", "KERNEL_FORM": "form", "TASK_CODE": "task_code",
+             "FUNCTIONAL_CODE": "functional_code", "KERNEL_CODE": "kernel_code", "HARNESS_DIGEST": "harness_digest"}
+    in_file = {names[node.targets[0].id]: ast.literal_eval(node.value) for node in tree.body
+               if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name) and node.targets[0].id in names}
+    sent = json.loads(json.dumps(embedded_values(**kwargs)))  # as the sealed memory file carries it
+    assert in_file == sent and len(sent) == len(names)
