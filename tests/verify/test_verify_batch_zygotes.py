@@ -285,3 +285,20 @@ def test_a_batch_slot_forks_every_scripts_children_from_one_zygote_and_keeps_eve
     seen = [json.loads(p.read_text()) for p in tmp_path.glob("fds-*.json")]
     assert len(seen) >= 4, "the compile and run children of both batches imported the kernel"
     assert not [t for fds in seen for t in fds.values() if t.startswith("socket:")]
+
+
+def test_a_slot_zygote_the_seed_cannot_fork_starts_on_its_own(tmp_path: Path) -> None:
+    seed = Seed.__new__(Seed)
+    seed.zygote = Zygote.start([sys.executable, "-c", "pass"], env={}, cwd=tmp_path)  # exits at once: no seed
+    started = SlotZygote(sys.executable, with_repo(dict(os.environ)), script=host_script(tmp_path), seed=seed)
+    try:
+        assert not started.forked and started.process.poll() is None
+        zygote = _connect(started, "kernel")
+        try:
+            report = _child(tmp_path / "child", zygote).wait(60)
+        finally:
+            zygote.close()
+        assert report.returncode == 0 and report.started == "forked from the slot's zygote", report.log_tail
+    finally:
+        started.close()
+        seed.zygote.close()
