@@ -91,6 +91,19 @@ def parent_forks_enabled(env: dict[str, str] | os._Environ[str]) -> bool:
     return env.get(FORK_PARENTS_ENV, "1") != "0" and slot_zygotes_enabled(env)
 
 
+def _zygote_folder(prefix: str, script: Path | None = None) -> tuple[tempfile.TemporaryDirectory[str], Path]:
+    """A zygote's own folder (its ``home`` inside) and its script: ``script``, else the harness with no kernel
+    (``verify.script.render_zygote_script``) written there."""
+    from verify.script import render_zygote_script
+
+    folder = tempfile.TemporaryDirectory(prefix=prefix)
+    (Path(folder.name) / "home").mkdir(mode=0o700)
+    if script is None:
+        script = Path(folder.name) / "zygote.py"
+        script.write_text(render_zygote_script())
+    return folder, script
+
+
 class Seed:
     """A batch process's zygote of slot zygotes, shared by its slots while any holds it (``Seed.take``).
 
@@ -104,17 +117,12 @@ class Seed:
     _current: Seed | None = None
 
     def __init__(self, python: str, env: dict[str, str]) -> None:
-        from verify.script import render_zygote_script
-
         self.python = python
         self.users = 0
-        self._folder = tempfile.TemporaryDirectory(prefix="ka-seed-")
-        folder = Path(self._folder.name)
-        (folder / "home").mkdir(mode=0o700)
-        self.script = folder / "zygote.py"
-        self.script.write_text(render_zygote_script())
-        self.zygote = Zygote.start([python, str(self.script), "--slot-seed"],
-                                   env=scrubbed_environment(env, str(folder / "home")), cwd=folder / "home")
+        self._folder, script = _zygote_folder("ka-seed-")
+        home = Path(self._folder.name) / "home"
+        self.zygote = Zygote.start([python, str(script), "--slot-seed"], env=scrubbed_environment(env, str(home)),
+                                   cwd=home)
 
     @classmethod
     def take(cls, python: str, env: dict[str, str]) -> Seed | None:
@@ -177,14 +185,8 @@ class SlotZygote:
     """
 
     def __init__(self, python: str, env: dict[str, str], script: Path | None = None, seed: Seed | None = None) -> None:
-        from verify.script import render_zygote_script
-
-        self._folder = tempfile.TemporaryDirectory(prefix="ka-slot-zygote-")
+        self._folder, script = _zygote_folder("ka-slot-zygote-", script)
         folder = Path(self._folder.name)
-        (folder / "home").mkdir(mode=0o700)
-        if script is None:
-            script = folder / "zygote.py"
-            script.write_text(render_zygote_script())
         argv = [python, str(script), "--role", "zygote", "--slot"]
         zygote_env = scrubbed_environment(env, str(folder / "home"))
         self.forked = False

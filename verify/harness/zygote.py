@@ -516,14 +516,14 @@ def _become(request: dict[str, Any], fds: list[int], zygote_fds: list[int], run_
         os.dup2(log_fd, 2)
         os.close(log_fd)
         argv = [str(a) for a in request["argv"]]
-        named = request.get("fd_env", [])
-        for index, received in zip(request["fd_args"], passed[:len(passed) - len(named)], strict=True):
+        by_arg, by_env = passed[:len(request["fd_args"])], passed[len(request["fd_args"]):]
+        for index, received in zip(request["fd_args"], by_arg, strict=True):
             argv[int(index)] = str(received)
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update({str(k): str(v) for k, v in request["env"].items()})
-        os.environ.update({str(name): str(received) for name, received in zip(named, passed[len(passed) - len(named):],
-                                                                               strict=True)})
+        os.environ.update({str(name): str(received)
+                           for name, received in zip(request.get("fd_env", []), by_env, strict=True)})
         import tempfile
 
         tempfile.tempdir = None
