@@ -1098,3 +1098,40 @@ def test_launch_bound_counts_a_gain_over_eager_only_beyond_the_series_spread() -
 
     assert launch_bound(0.046, 0.018) == "pass"
     assert launch_bound(0.002, 0.002) == "warn"
+
+
+def _imprecise(ev: Evidence, outlier: float) -> Evidence:
+    """Every trial about 3e-4 off in relative L2; trial 2 also has two elements ``outlier`` away from a zero."""
+    for t in TRIALS:
+        ref32 = ev.refs[t["index"]]["ref32"][0]
+        signs = torch.ones_like(ref32).flatten()
+        signs[1::2] = -1
+        out = ref32 * (1 + 3e-4 * signs.view_as(ref32))
+        if t["index"] == 2:
+            zeros = (ref32.flatten() == 0).nonzero().flatten()[:2]
+            out.view(-1)[zeros] = outlier
+        for variant in ("a", "b", "c"):
+            ev.outputs[(t["index"], variant)] = [out.clone()]
+    return ev
+
+
+def test_hard_coding_tells_a_kernel_imprecise_on_every_input_from_a_specialised_one() -> None:
+    checks, _ = judge(_imprecise(honest(), 0.03))
+    assert checks["correctness"]["verdict"] == "fail", checks["correctness"]
+    assert checks["hard-coding"]["verdict"] == "pass", checks["hard-coding"]
+    assert "imprecise rather than specialised" in checks["hard-coding"]["evidence"][0]
+    assert overall_status(checks) == "failed"
+
+
+@pytest.mark.parametrize("outlier", [3.0, float("inf")])
+def test_hard_coding_still_fails_when_the_wrong_input_is_far_more_wrong(outlier: float) -> None:
+    checks, _ = judge(_imprecise(honest(), outlier))
+    assert checks["hard-coding"]["verdict"] == "fail", checks["hard-coding"]
+    assert "specialised to some inputs" in checks["hard-coding"]["evidence"][0]
+
+
+def test_hard_coding_still_fails_when_a_wrong_trial_has_no_output() -> None:
+    ev = _imprecise(honest(), 0.03)
+    del ev.outputs[(2, "a")]
+    checks, _ = judge(ev)
+    assert checks["hard-coding"]["verdict"] == "fail", checks["hard-coding"]

@@ -53,6 +53,7 @@ TOLERANCE: dict[str, Any] = {
     "gap_rtol": 0.05,
     "gap_reference_factor": 2.0,
     "launch_gain_iqr_factor": 1.0,
+    "specialised_factor": 10.0,
     "describe": (
         "correct when, on every trial, every element satisfies |out - ref64| <= atol + rtol*|ref64| (KernelBench's "
         "1e-2/1e-2) OR |out - ref64| <= fp32_factor x the fp32 reference's own error vs float64 (maximum over its "
@@ -69,7 +70,10 @@ TOLERANCE: dict[str, Any] = {
         "time x (1 + stream_cover_rtol) + stream_cover_atol_ms; wall - max(host, event) per call must not exceed a "
         "trivial kernel's by more than max(gap_iqr_factor x both interquartile ranges, gap_floor_ms, gap_rtol x the call's "
         "max(host, event) time), nor gap_reference_factor x the task reference's own (eager, CUDA graph) by that much. "
-        "Launch-bound: a gain over eager counts only beyond launch_gain_iqr_factor x both series' interquartile ranges."
+        "Launch-bound: a gain over eager counts only beyond launch_gain_iqr_factor x both series' interquartile ranges. "
+        "Hard-coding: right on some input distributions and wrong on others is specialised, unless every wrong trial "
+        "has a finite relative L2 error within specialised_factor x the largest of the right trials' and its own fp32 "
+        "reference's: then the kernel is about as far off on every input, imprecise rather than specialised."
     ),
 }
 
@@ -578,11 +582,50 @@ def check_hard_coding(ev: Evidence) -> dict[str, Any]:
     failed = {s["distribution"] for s in ev.trial_stats if not s["passed"]}
     seeds = len({s["seed"] for s in ev.trial_stats})
     if passed and failed:
-        return _verdict("fail", f"right on {sorted(passed)} but wrong on {sorted(failed)}: specialised to some inputs")
+        alike = imprecise_alike(ev)
+        if alike is None:
+            return _verdict("fail", f"right on {sorted(passed)} but wrong on {sorted(failed)}: specialised to some inputs")
+        return _verdict("pass", alike, shape_probe(ev)[1], init_probe(ev)[1])
     if not passed:
         return _verdict("fail", "wrong on every trial (see correctness)")
     return _verdict("pass", f"right on {seeds} fresh seeds the candidate could not predict, distributions {sorted(passed)}",
                     shape_probe(ev)[1], init_probe(ev)[1])
+
+
+def imprecise_alike(ev: Evidence) -> str | None:
+    """Why a kernel right on some distributions and wrong on others is not specialised to them, or None if it may be.
+
+    A half-precision kernel is off by about the same relative L2 error on every input; a few elements of a
+    heavy-tailed draw then cross the element-wise bound where the other draws' did not. A kernel that special-cases
+    some inputs is right on them (near the fp32 reference's own error) and far off, raising or non-finite on the
+    rest. So every wrong trial must have a finite relative L2 error within ``specialised_factor`` x the largest of
+    the right trials' errors and its own fp32 reference's. Correctness fails either way: this only says why.
+
+    Example:
+        >>> ev = Evidence(form="model-new", kernel_code="", static=[], trials=[], trial_stats=[
+        ...     {"distribution": "randn", "passed": True, "rel_l2": 3.6e-4, "fp32_rel_l2": 1.4e-7},
+        ...     {"distribution": "heavy-tailed", "passed": False, "rel_l2": 3.3e-4, "fp32_rel_l2": 1.4e-7}])
+        >>> imprecise_alike(ev).startswith("wrong on ['heavy-tailed'] by a relative L2 error of at most 0.00033")
+        True
+        >>> ev.trial_stats[1]["rel_l2"] = 0.9
+        >>> imprecise_alike(ev) is None
+        True
+    """
+    factor = ev.policy.get("specialised_factor", TOLERANCE["specialised_factor"])
+    right = [s for s in ev.trial_stats if s["passed"]]
+    wrong = [s for s in ev.trial_stats if not s["passed"]]
+    right_err = max((s.get("rel_l2") or 0.0 for s in right), default=0.0)
+    worst = 0.0
+    for s in wrong:
+        err = s.get("rel_l2")
+        if err is None or not math.isfinite(err) or s.get("reason") in ("no output", "no reference"):
+            return None
+        if err > factor * max(right_err, s.get("fp32_rel_l2") or 0.0):
+            return None
+        worst = max(worst, err)
+    return (f"wrong on {sorted({s['distribution'] for s in wrong})} by a relative L2 error of at most {worst:.2g}, "
+            f"within {factor:g}x the {right_err:.2g} where right on {sorted({s['distribution'] for s in right})}: "
+            "about as far off on every input, so imprecise rather than specialised to some (see correctness)")
 
 
 def shape_probe(ev: Evidence) -> tuple[bool | None, str]:
