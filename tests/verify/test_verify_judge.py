@@ -1135,3 +1135,12 @@ def test_hard_coding_still_fails_when_a_wrong_trial_has_no_output() -> None:
     del ev.outputs[(2, "a")]
     checks, _ = judge(ev)
     assert checks["hard-coding"]["verdict"] == "fail", checks["hard-coding"]
+
+
+def test_hard_coding_still_fails_when_a_wrong_trial_fails_by_more_than_its_bounds() -> None:
+    ev = _imprecise(honest(), 0.03)
+    for variant in ("a", "b", "c"):
+        ev.outputs[(2, variant)] = ev.outputs[(2, variant)] + [torch.zeros(3)]
+    checks, _ = judge(ev)
+    assert "2 outputs, reference has 1" in " ".join(checks["correctness"]["evidence"])
+    assert checks["hard-coding"]["verdict"] == "fail", checks["hard-coding"]

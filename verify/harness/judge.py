@@ -72,7 +72,7 @@ TOLERANCE: dict[str, Any] = {
         "max(host, event) time), nor gap_reference_factor x the task reference's own (eager, CUDA graph) by that much. "
         "Launch-bound: a gain over eager counts only beyond launch_gain_iqr_factor x both series' interquartile ranges. "
         "Hard-coding: right on some input distributions and wrong on others is specialised, unless every wrong trial "
-        "has a finite relative L2 error within specialised_factor x the largest of the right trials' and its own fp32 "
+        "failed only by the element-wise and L2 bounds, with a finite relative L2 error within specialised_factor x the largest of the right trials' and its own fp32 "
         "reference's: then the kernel is about as far off on every input, imprecise rather than specialised."
     ),
 }
@@ -592,19 +592,24 @@ def check_hard_coding(ev: Evidence) -> dict[str, Any]:
                     shape_probe(ev)[1], init_probe(ev)[1])
 
 
+_PRECISION_REASONS = re.compile(r"^output \d+: (\d+ of \d+ elements outside both|relative L2 error )")
+"""The trial failures ``imprecise_alike`` may explain; a missing, misshapen or non-finite output it may not."""
+
+
 def imprecise_alike(ev: Evidence) -> str | None:
     """Why a kernel right on some distributions and wrong on others is not specialised to them, or None if it may be.
 
     A half-precision kernel is off by about the same relative L2 error on every input; a few elements of a
     heavy-tailed draw then cross the element-wise bound where the other draws' did not. A kernel that special-cases
     some inputs is right on them (near the fp32 reference's own error) and far off, raising or non-finite on the
-    rest. So every wrong trial must have a finite relative L2 error within ``specialised_factor`` x the largest of
-    the right trials' errors and its own fp32 reference's. Correctness fails either way: this only says why.
+    rest. So every wrong trial must fail only by the element-wise and L2 bounds, with a finite relative L2 error within
+    ``specialised_factor`` x the largest of the right trials' errors and its own fp32 reference's. Correctness fails either way: this only says why.
 
     Example:
         >>> ev = Evidence(form="model-new", kernel_code="", static=[], trials=[], trial_stats=[
         ...     {"distribution": "randn", "passed": True, "rel_l2": 3.6e-4, "fp32_rel_l2": 1.4e-7},
-        ...     {"distribution": "heavy-tailed", "passed": False, "rel_l2": 3.3e-4, "fp32_rel_l2": 1.4e-7}])
+        ...     {"distribution": "heavy-tailed", "passed": False, "rel_l2": 3.3e-4, "fp32_rel_l2": 1.4e-7,
+        ...      "reason": "output 0: 4 of 10340352 elements outside both atol/rtol and 8x the fp32 reference's own error"}])
         >>> imprecise_alike(ev).startswith("wrong on ['heavy-tailed'] by a relative L2 error of at most 0.00033")
         True
         >>> ev.trial_stats[1]["rel_l2"] = 0.9
@@ -618,7 +623,8 @@ def imprecise_alike(ev: Evidence) -> str | None:
     worst = 0.0
     for s in wrong:
         err = s.get("rel_l2")
-        if err is None or not math.isfinite(err) or s.get("reason") in ("no output", "no reference"):
+        if err is None or not math.isfinite(err) or not all(
+                _PRECISION_REASONS.search(reason) for reason in (s.get("reason") or "?").split("; ")):
             return None
         if err > factor * max(right_err, s.get("fp32_rel_l2") or 0.0):
             return None
