@@ -379,7 +379,8 @@ def alone_candidate(jobs: list[VerifyJob], batch: dict[str, dict[str, Any]],
     and device-bound, correct and device-bound, ``passed``, correct. Device-bound: events, not the host's clock
     (no ``launch-bound`` warning), at least ``ALONE_MIN_MS``, and the GPU busy ``ALONE_MIN_BUSY`` of the call.
     Within a tier: one verified within ``max_s`` (default ``ALONE_MAX_S``) first, then the busiest GPU, then plan
-    order. None if no kernel passed correctness.
+    order. A kernel the batch verified with its GPU alone (``gate.rerun``: stopped by an earlier pass, or killed while
+    sharing) is not picked: its batch time was not taken inside the batch. None if no kernel qualifies.
 
     Example:
         >>> jobs = [VerifyJob(key=k, task_code="", kernel_code="", form="model-new") for k in ("a", "b", "c")]
@@ -402,7 +403,7 @@ def alone_candidate(jobs: list[VerifyJob], batch: dict[str, dict[str, Any]],
         return (not speed.get("host_bound") and launch in (None, "pass")
                 and (speed.get("kernel_ms") or 0) >= ALONE_MIN_MS and gpu_busy(batch[key]) >= ALONE_MIN_BUSY)
 
-    done = [j for j in jobs if j.key in batch]
+    done = [j for j in jobs if j.key in batch and not (batch[j.key].get("gate") or {}).get("rerun")]
     order = {j.key: i for i, j in enumerate(done)}
     for why, pick in (("passed, device-bound", lambda k: passed(k) and device_bound(k)),
                       ("device-bound", lambda k: correct(k) and device_bound(k)),

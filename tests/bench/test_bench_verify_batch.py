@@ -242,6 +242,8 @@ def test_alone_check_picks_a_device_bound_kernel_passed_first_then_a_passed_one_
         return None if picked is None else (picked[0].key, picked[1])
 
     assert pick() == ("h", "passed, device-bound")
+    batch["h"]["gate"] = {"rerun": "stopped at an earlier batch's time limit while sharing the GPU"}
+    assert pick() == ("f", "device-bound"), "a kernel verified alone inside the batch has no batch time to compare"
     del batch["h"]
     assert pick() == ("f", "device-bound"), "a short verification first, the busier GPU only among those"
     del batch["f"]
