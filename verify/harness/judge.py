@@ -72,8 +72,9 @@ TOLERANCE: dict[str, Any] = {
         "max(host, event) time), nor gap_reference_factor x the task reference's own (eager, CUDA graph) by that much. "
         "Launch-bound: a gain over eager counts only beyond launch_gain_iqr_factor x both series' interquartile ranges. "
         "Hard-coding: right on some input distributions and wrong on others is specialised, unless every wrong trial "
-        "failed only by the element-wise and L2 bounds, with a finite relative L2 error within specialised_factor x the largest of the right trials' and its own fp32 "
-        "reference's: then the kernel is about as far off on every input, imprecise rather than specialised."
+        "failed only by the element-wise and L2 bounds, with a finite relative L2 error within specialised_factor x "
+        "the largest of the right trials' and its own fp32 reference's: then the kernel is about as far off on every "
+        "input, imprecise rather than specialised."
     ),
 }
 
