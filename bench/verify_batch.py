@@ -51,6 +51,9 @@ the kernel's code, so ``kernel-archive verify-import OUT/reports-cold.jsonl --so
 them as ``verifications`` rows of the matching archive kernels later.
 
 The kernels are a seeded random sample of the file's kernels with code (``--all``: every one);
+The warm pass verifies again only the kernels the cold pass finished, with their builds cached: a kernel the
+cold pass stopped (``stopped_keys_cold``, most often the sample's heaviest) is in the cold rate's time but in neither
+pass's count, so the two rates are over different kernels whenever the cold pass stopped one (session 42).
 ``--budget-s`` bounds the whole run: the cold pass gets half of it, the warm pass a quarter (no kernel
 starts after its pass's share; those finished count), the checks the rest (the alone check verifies its kernel
 once, and again only while that rest allows); with ``--no-warm`` the cold
@@ -100,6 +103,7 @@ from verify.batch.stats import (  # noqa: E402
     gpu_occupancy,
     held_up_by,
     seat_times,
+    stopped_record,
     timing_moves,
 )
 from verify.batch.workers import BATCH_GATE_MODE, Stopped, default_slots, gpu_seats, parse_gpus  # noqa: E402
@@ -175,6 +179,22 @@ class Recorder:
         return {"start_s": round(min(at - s for at, s in self.arrivals) - self.stats.started, 2),
                 "end_s": round(end - max(at for at, _ in self.arrivals), 2)}
 
+    def stopped_records(self) -> list[dict[str, Any]]:
+        """The pass's stopped scripts, shaped as reports for ``held_up_by`` (``verify.batch.stats.stopped_record``):
+        a wait that ended on one is then put down to it, not to the last reported verification that let go.
+
+        Example:
+            >>> from verify.jobs import VerifyJob
+            >>> recorder = Recorder(Path("/nonexistent/r.jsonl"), 1)
+            >>> job = VerifyJob(key="L2-T34", task_code="t", kernel_code="k", form="model-new")
+            >>> recorder.stopped = [Stopped(job, "0", 266.3, marks=((80.4, "gpu-gate"),), origin=1000.0)]
+            >>> [(r["timeline_origin"], r["timeline"], r["stopped"]) for r in recorder.stopped_records()]
+            [(1000.0, [[80.4, 'parent', 'gpu-gate']], True)]
+        """
+        mode = os.environ.get("KA_GPU_GATE_MODE") or BATCH_GATE_MODE
+        return [stopped_record(item.gpu, item.origin, item.marks, exclusive=item.exclusive, mode=mode)
+                for item in self.stopped if item.origin is not None]
+
     def __call__(self, job: VerifyJob, report: dict[str, Any]) -> None:
         with self.path.open("a") as out:
             out.write(json.dumps({"key": job.key, "meta": job.meta, "source": job.meta.get("source"),
@@ -240,7 +260,7 @@ def run_pass(name: str, jobs: list[VerifyJob], options: VerifyOptions, out: Path
         recorder.stopped.append(item)
         with stopped_path.open("a") as out_file:
             out_file.write(json.dumps({"key": item.job.key, "gpu": item.gpu, "seconds": round(item.seconds, 1),
-                                       "exclusive": item.exclusive, "marks": item.marks}) + "\n")
+                                       "exclusive": item.exclusive, "origin": item.origin, "marks": item.marks}) + "\n")
         last = f", its last mark {item.marks[-1][1]} at {item.marks[-1][0]:.0f}s" if item.marks else ""
         print(f"  {item.job.key:<10} stopped at the limit after {item.seconds:.0f}s"
               + (" alone on its GPU" if item.exclusive else "") + last, file=sys.stderr, flush=True)
@@ -663,9 +683,10 @@ def main() -> int:
         **{f"{k}_cold": v for k, v in gpu_occupancy(list(cold.reports.values())).items()},
         **{f"{k}_cold": v for k, v in alone_waits(list(cold.reports.values())).items()},
         **{f"{k}_cold": v for k, v in give_way_waits(list(cold.reports.values())).items()},
-        **{f"{k}_cold": v for k, v in held_up_by(list(cold.reports.values())).items()},
+        **{f"{k}_cold": v for k, v in held_up_by(list(cold.reports.values()) + cold.stopped_records()).items()},
         **{f"{k}_cold": v for k, v in seat_times(list(cold.reports.values())).items()},
         "stopped_cold": len(cold.stopped),
+        "stopped_keys_cold": sorted(item.job.key for item in cold.stopped),
         "exclusive_cold": len(cold.exclusive),
         "exclusive_finished_cold": len(cold.exclusive & set(cold.reports)),
         "host_cpu_s_per_kernel_cold": round(cold.cpu_s / cold.stats.done, 2) if cold.stats.done else None,

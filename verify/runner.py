@@ -81,11 +81,14 @@ class ScriptKilled(VerifyError):
 class BatchStopped(RuntimeError):
     """The script was stopped at its batch's hard time limit (``stop_at``): no verdict, and no error either;
     a resumed batch verifies the kernel again. ``marks`` are the parent's timeline marks it had passed (seconds
-    since its start, name): how far it got."""
+    since its start, name): how far it got; ``origin`` is that start on the host's monotonic clock (None when the
+    parent had not started)."""
 
-    def __init__(self, message: str, marks: list[tuple[float, str]] | None = None) -> None:
+    def __init__(self, message: str, marks: list[tuple[float, str]] | None = None,
+                 origin: float | None = None) -> None:
         super().__init__(message)
         self.marks = marks or []
+        self.origin = origin
 
 
 ScriptStart = Callable[[list[str], dict[str, str], float], "tuple[int, str] | None"]
@@ -111,7 +114,7 @@ def run_script(script: Path, options: VerifyOptions, *, build_dir: str | os.Path
             signal ended the script).
         BatchStopped: ``stop_at`` came first.
     """
-    from verify.harness.parent import MARKS_FILE_ENV, read_marks
+    from verify.harness.parent import MARKS_FILE_ENV, read_marks, read_origin
 
     timeout = options.timeout()
     if stop_at is not None:
@@ -139,7 +142,7 @@ def run_script(script: Path, options: VerifyOptions, *, build_dir: str | os.Path
         except subprocess.TimeoutExpired:
             if timeout < options.timeout():
                 raise BatchStopped(f"stopped at the batch's time limit after {timeout:.0f}s",
-                                   read_marks(marks_path)) from None
+                                   read_marks(marks_path), read_origin(marks_path)) from None
             raise VerifyError(f"the eval script ran past {options.timeout():.0f}s and was stopped") from None
         if not report_path.is_file():
             code, output = started

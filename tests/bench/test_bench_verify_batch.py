@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -138,14 +139,18 @@ def test_kernels_the_hard_limit_stops_are_listed_then_verified_first_and_alone_o
                "--trials", "1", "--target-seconds", "0.05", "--kill-kernels", "0", "--no-alone", "--slots-per-gpu", "2",
                "--build-cache", str(tmp_path / "builds"), "--out", str(out), "--json"]
     # A cold pass of 8.5 s and no grace: the first two kernels start once built (2-4 s) and are stopped.
+    before = time.monotonic()
     first = subprocess.run([*command, "--budget-s", "10", "--grace-s", "0"], capture_output=True, text=True, cwd=REPO,
                            timeout=900, check=False)
     assert first.returncode == 0, first.stderr[-3000:]
     result = json.loads(first.stdout.strip().splitlines()[-1])
     assert result["n_cold"] == 0 and result["stopped_cold"] == 2 and result["exclusive_cold"] == 0
+    assert result["stopped_keys_cold"] == ["L1-T1", "L1-T2"]
     stopped = [json.loads(line) for line in (out / "stopped-cold.jsonl").read_text().splitlines()]
     assert sorted(s["key"] for s in stopped) == ["L1-T1", "L1-T2"]
     assert all(s["exclusive"] is False and 0 <= s["seconds"] < 60 for s in stopped)
+    # Each parent's start on the host's monotonic clock, as a report's timeline_origin: inside the bench's run.
+    assert all(before < s["origin"] < time.monotonic() for s in stopped)
     # How far each got: the parent's marks, in order, none after the stop.
     for entry in stopped:
         times = [at for at, _ in entry["marks"]]

@@ -16,7 +16,15 @@ from verify.batch import build_cache, workers
 from verify.batch.build_cache import BuildCache, BuildResult, Toolchain
 from verify.batch.plan import make_plan, task_of
 from verify.batch.progress import summary_table
-from verify.batch.stats import BatchStats, give_way_waits, held_up_by, seat_times, time_shares, timing_moves
+from verify.batch.stats import (
+    BatchStats,
+    give_way_waits,
+    held_up_by,
+    seat_times,
+    stopped_record,
+    time_shares,
+    timing_moves,
+)
 from verify.batch.workers import LocalBatch, parse_gpus
 from verify.pipeline import VerifyJob, verify_jobs
 from verify.runner import BatchStopped, ScriptKilled, VerifyError, VerifyOptions, run_script
@@ -355,6 +363,21 @@ def test_held_up_by_names_the_last_piece_let_go_on_the_same_gpu() -> None:
     assert held_up_by([a, b_126]) == {"alone_wait_total_s": 3.0, "alone_held_up_by": [["trusted:exit -> between", 3.0]]}
 
 
+def test_held_up_by_puts_a_wait_down_to_the_stopped_script_that_held_it() -> None:
+    # Session 42: a seated script with 1.07 billion output elements ran a 10 s piece (its parent shared at 148.5 and
+    # yielded at 158.6) and was stopped at the pass's end, unreported. Kernel a asked for the GPU alone at 147.5 and
+    # got it at 158.6; b, reported, yielded at 148.2 and stood back. Without the stopped script's marks the wait is b's.
+    a = _shared(100.0, "0", [[47.5, "run", "gate:alone"], [58.6, "parent", "gate:run:alone"]])
+    b = _shared(100.0, "0", [[47.9, "run", "state-probe"], [48.2, "parent", "gate:run:yield"]])
+    heavy = stopped_record("0", 70.0, [(78.5, "gate:run:shared"), (88.6, "gate:run:yield")])
+    assert held_up_by([a, b])["alone_held_up_by"] == [["run:state-probe -> yield", 11.1]]
+    assert held_up_by([a, b, heavy]) == {"alone_wait_total_s": 11.1,
+                                         "alone_held_up_by": [["stopped:gate:run:shared -> yield", 11.1]]}
+    # One that held its GPU alone (a rerun) shared nothing, and one whose parent never started has no time line.
+    assert held_up_by([a, b, stopped_record("0", 70.0, [(78.5, "gate:run:shared"), (88.6, "gate:run:yield")], exclusive=True)]) == held_up_by([a, b])
+    assert held_up_by([a, b, stopped_record("0", None, [])]) == held_up_by([a, b])
+
+
 def _speed(speedup: float, kernel_ms: float, busy: float | None) -> dict[str, Any]:
     return {"speed": {"speedup_eager": speedup, "kernel_ms": kernel_ms} | ({"gpu_busy": busy} if busy else {})}
 
@@ -408,7 +431,7 @@ def test_a_hard_stop_ends_running_jobs_unreported_and_keeps_the_finished(monkeyp
             return {"status": "passed"}
         assert stop_at is not None
         time.sleep(max(0.0, stop_at - time.time()))
-        raise BatchStopped("stopped at the batch's time limit")
+        raise BatchStopped("stopped at the batch's time limit", [(1.0, "gpu-gate")], 55.0)
 
     monkeypatch.setattr(workers, "verify_one", verify)
     jobs = [job("quick"), job("slow", kernel=HONEST + "# slow\n"), job("later", kernel=HONEST + "# later\n")]
@@ -419,6 +442,7 @@ def test_a_hard_stop_ends_running_jobs_unreported_and_keeps_the_finished(monkeyp
     batch.run(lambda f: got.append(f.job.key))
     assert got == ["quick"] and [(s.job.key, s.gpu, s.exclusive) for s in batch.stopped] == [("slow", "0", False)]
     assert 0.1 < batch.stopped[0].seconds < 10
+    assert batch.stopped[0].marks == ((1.0, "gpu-gate"),) and batch.stopped[0].origin == 55.0
     assert time.monotonic() - started < 10
 
 
@@ -512,13 +536,15 @@ def test_a_script_past_the_batch_stop_raises_batch_stopped_not_an_error(tmp_path
     script = tmp_path / "eval_kernel.py"
     # As the parent's MarkLog does: each mark a line of the file the batch names, before the stop.
     script.write_text("import os, time\nwith open(os.environ['KA_MARKS_FILE'], 'a') as out:\n"
-                      "    out.write('0.125\\tgpu-gate\\n1.5\\tgate:run:alone\\n2.')\ntime.sleep(60)\n")
+                      "    out.write('812.500000\\torigin\\n0.125\\tgpu-gate\\n1.5\\tgate:run:alone\\n2.')\n"
+                      "time.sleep(60)\n")
     options = VerifyOptions(device="cpu", python=sys.executable)
     started = time.monotonic()
     with pytest.raises(BatchStopped, match="time limit") as stopped:
         run_script(script, options, stop_at=time.time() + 3)
     assert time.monotonic() - started < 30
     assert stopped.value.marks == [(0.125, "gpu-gate"), (1.5, "gate:run:alone")]
+    assert stopped.value.origin == 812.5
     with pytest.raises(BatchStopped, match="had passed"):
         run_script(script, options, stop_at=time.time() - 1)
     crashing = tmp_path / "crash.py"

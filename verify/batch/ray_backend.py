@@ -153,7 +153,7 @@ def _verify_task(job: VerifyJob, options: VerifyOptions, root: str, toolchain: T
                             zygotes=worker_zygotes(options.python, env),
                             alone_because=STOPPED_BEFORE if exclusive else None)
     except BatchStopped as stop:
-        return Stopped(job, f"{_node()}:{gpu}", time.monotonic() - t0, exclusive, tuple(stop.marks))
+        return Stopped(job, f"{_node()}:{gpu}", time.monotonic() - t0, exclusive, tuple(stop.marks), stop.origin)
     seconds = time.monotonic() - t0
     report["batch"] = batch_record(build, f"{_node()}:{gpu}", seconds)
     return Finished(job, report, build, gpu, seconds)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -254,6 +254,9 @@ def held_up_by(reports: list[dict[str, Any]], top: int = 5) -> dict[str, Any]:
     go, named with how it let go: ``run:mark:released -> yield`` is the stretch from its run child's release to the
     first yield point after it. Seconds add up by piece, over the shared-mode reports with a ``timeline_origin``
     (the host's monotonic clock, which puts every report of one host on one time line); the ``top`` longest come back.
+    A script the batch stopped wrote no report, but its parent's marks say when it let go (``stopped_record``): its
+    pieces are named by its parent's last mark before that, ``stopped:gate:run:shared -> yield``. Without them a wait
+    that ended on a stopped script is put down to the last reported verification that let go before it.
 
     Example:
         >>> a = {"timeline_origin": 0.0, "gate": {"mode": "shared"}, "batch": {"gpu": "0"}, "timeline": [
@@ -264,10 +267,13 @@ def held_up_by(reports: list[dict[str, Any]], top: int = 5) -> dict[str, Any]:
         {'alone_wait_total_s': 2.0, 'alone_held_up_by': [['trusted:reference -> yield', 2.0]]}
     """
     events: dict[str, list[tuple[float, str, str, str]]] = {}
+    stopped: set[str] = set()
     for report in reports:
         if (report.get("gate") or {}).get("mode") != "shared" or report.get("timeline_origin") is None:
             continue
         origin, key = float(report["timeline_origin"]), str(id(report))
+        if report.get("stopped"):
+            stopped.add(key)
         gpu = str((report.get("batch") or {}).get("gpu"))
         events.setdefault(gpu, []).extend((origin + float(t), key, str(r), str(e)) for t, r, e in report.get("timeline") or [])
     total, pieces = 0.0, Counter[str]()
@@ -278,6 +284,8 @@ def held_up_by(reports: list[dict[str, Any]], top: int = 5) -> dict[str, Any]:
         for t, key, role, event in timeline:
             if role in ("trusted", "compile", "run") and not event.startswith("gate:"):
                 work.setdefault(key, []).append((t, f"{role}:{event}"))
+            elif key in stopped and role == "parent" and not _let_go(role, event):
+                work.setdefault(key, []).append((t, f"stopped:{event}"))
         asked: dict[tuple[str, str], float] = {}
         for t, key, role, event in timeline:
             if (child := _asked_alone(role, event)) is not None:
@@ -295,6 +303,23 @@ def held_up_by(reports: list[dict[str, Any]], top: int = 5) -> dict[str, Any]:
                 pieces[f"{before[-1] if before else '?'} -> {how}"] += t - start
     return {"alone_wait_total_s": round(total, 3) if events else None,
             "alone_held_up_by": [[name, round(s, 3)] for name, s in pieces.most_common(top)]}
+
+
+def stopped_record(gpu: str, origin: float | None, marks: Sequence[Sequence[Any]], *, exclusive: bool = False,
+                   mode: str = "shared") -> dict[str, Any]:
+    """A script the batch stopped, shaped as a report for ``held_up_by``: its parent's marks (seconds since
+    ``origin``, name; ``verify.batch.workers.Stopped``) as its timeline, flagged ``stopped``. ``exclusive``: it held
+    its GPU alone (a rerun), so it shared nothing; ``mode`` is the batch's gate mode otherwise.
+
+    Example:
+        >>> waiting = {"timeline_origin": 100.0, "gate": {"mode": "shared"}, "batch": {"gpu": "0"}, "timeline": [
+        ...            [1, "run", "gate:alone"], [11, "parent", "gate:run:alone"]]}
+        >>> heavy = stopped_record("0", 95.0, [(5.5, "gate:run:shared"), (15.9, "gate:run:yield")])
+        >>> held_up_by([waiting, heavy])["alone_held_up_by"]
+        [['stopped:gate:run:shared -> yield', 10.0]]
+    """
+    return {"timeline_origin": origin, "gate": {"mode": "exclusive" if exclusive else mode}, "batch": {"gpu": gpu},
+            "timeline": [[float(t), "parent", str(name)] for t, name in marks], "stopped": True}
 
 
 def _yielded(role: str, event: str) -> str | None:

@@ -205,6 +205,8 @@ class Stopped:
     exclusive: bool = False
     marks: tuple[tuple[float, str], ...] = ()
     """The script's parent's timeline marks up to the stop (``verify.runner.BatchStopped.marks``)."""
+    origin: float | None = None
+    """The parent's start on its host's monotonic clock, which ``marks`` count from (a report's ``timeline_origin``)."""
 
 
 def exclusive_first(jobs: list[VerifyJob], exclusive: Collection[str]) -> list[VerifyJob]:
@@ -330,7 +332,8 @@ class LocalBatch:
                         report = verify_one(job, self.options, build=build, env=env, stop_at=self.stop_at,
                                             zygotes=zygotes, alone_because=STOPPED_BEFORE if alone else None)
                     except BatchStopped as stop:
-                        self.stopped.append(Stopped(job, gpu, time.monotonic() - t0, alone, tuple(stop.marks)))
+                        self.stopped.append(Stopped(job, gpu, time.monotonic() - t0, alone, tuple(stop.marks),
+                                                    stop.origin))
                         break
                     seconds = time.monotonic() - t0
                     report["batch"] = batch_record(build, gpu, seconds)

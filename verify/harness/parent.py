@@ -1037,7 +1037,8 @@ it stops at its time limit still says how far it got (``verify.runner.BatchStopp
 
 class MarkLog(list[tuple[float, str]]):
     """The parent's timeline marks; with a ``path`` each is also appended to that file as it is made, as seconds
-    since ``origin``, a tab and the mark.
+    since ``origin``, a tab and the mark, after a first line that gives ``origin`` itself (the host's monotonic
+    clock, as a report's ``timeline_origin``: a stopped script's marks then share one time line with the reports).
 
     Example:
         >>> import tempfile, os
@@ -1045,13 +1046,16 @@ class MarkLog(list[tuple[float, str]]):
         >>> marks = MarkLog(path, 10.0)
         >>> marks.append((12.5, "gpu-gate"))
         >>> marks, open(path).read()
-        ([(12.5, 'gpu-gate')], '2.500\\tgpu-gate\\n')
+        ([(12.5, 'gpu-gate')], '10.000000\\torigin\\n2.500\\tgpu-gate\\n')
     """
 
     def __init__(self, path: str | None, origin: float) -> None:
         super().__init__()
         self.path = path
         self.origin = origin
+        if path:
+            with contextlib.suppress(OSError), open(path, "a") as out:
+                out.write(f"{origin:.6f}\t{ORIGIN_MARK}\n")
 
     def append(self, mark: tuple[float, str]) -> None:
         """Keep ``mark`` (``(time.monotonic(), name)``) and write it to the file."""
@@ -1061,24 +1065,46 @@ class MarkLog(list[tuple[float, str]]):
                 out.write(f"{mark[0] - self.origin:.3f}\t{mark[1]}\n")
 
 
+ORIGIN_MARK = "origin"
+"""The name of a marks file's first line, whose number is the parent's start on the host's monotonic clock."""
+
+
 def read_marks(path: str | os.PathLike[str]) -> list[tuple[float, str]]:
-    """The marks a ``MarkLog`` wrote (none when there is no file; a line cut short is left out).
+    """The marks a ``MarkLog`` wrote (none when there is no file; a line cut short is left out), without its
+    ``origin`` line (``read_origin``).
 
     Example:
         >>> import tempfile, os
         >>> path = os.path.join(tempfile.mkdtemp(), "marks.tsv")
-        >>> _ = open(path, "w").write("1.250\\tgpu-gate\\n3.5")
+        >>> _ = open(path, "w").write("7.000000\\torigin\\n1.250\\tgpu-gate\\n3.5")
         >>> read_marks(path), read_marks(path + ".none")
         ([(1.25, 'gpu-gate')], [])
     """
-    marks: list[tuple[float, str]] = []
+    return [(at, name) for at, name in _mark_lines(path) if name != ORIGIN_MARK]
+
+
+def read_origin(path: str | os.PathLike[str]) -> float | None:
+    """The parent's start on the host's monotonic clock, from a ``MarkLog`` file (None without one).
+
+    Example:
+        >>> import tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "marks.tsv")
+        >>> _ = open(path, "w").write("7.000000\\torigin\\n1.250\\tgpu-gate\\n")
+        >>> read_origin(path), read_origin(path + ".none")
+        (7.0, None)
+    """
+    return next((at for at, name in _mark_lines(path) if name == ORIGIN_MARK), None)
+
+
+def _mark_lines(path: str | os.PathLike[str]) -> list[tuple[float, str]]:
+    lines: list[tuple[float, str]] = []
     with contextlib.suppress(OSError):
         for line in Path(path).read_text().splitlines():
             at, _, name = line.partition("\t")
             with contextlib.suppress(ValueError):
                 if name:
-                    marks.append((float(at), name))
-    return marks
+                    lines.append((float(at), name))
+    return lines
 
 
 def timeline(t_start: float, children: list[ChildReport],
