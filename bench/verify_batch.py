@@ -51,14 +51,14 @@ the kernel's code, so ``kernel-archive verify-import OUT/reports-cold.jsonl --so
 them as ``verifications`` rows of the matching archive kernels later.
 
 The kernels are a seeded random sample of the file's kernels with code (``--all``: every one);
-The warm pass verifies again only the kernels the cold pass finished, with their builds cached: a kernel the
-cold pass stopped (``stopped_keys_cold``, most often the sample's heaviest) is in the cold rate's time but in neither
-pass's count, so the two rates are over different kernels whenever the cold pass stopped one (session 42).
 ``--budget-s`` bounds the whole run: the cold pass gets half of it, the warm pass a quarter (no kernel
 starts after its pass's share; those finished count), the checks the rest (the alone check verifies its kernel
 once, and again only while that rest allows); with ``--no-warm`` the cold
 pass gets 85%; ``--scaling`` adds two passes of a quarter each (``--scaling-budget-s`` each, when given). A kernel started before its pass's share ran out finishes, however long it takes, unless
 ``--grace-s`` is given: the kernels still running that long after the share are stopped, unreported.
+The warm pass verifies again only the kernels the cold pass finished, with their builds cached: a kernel the
+cold pass stopped (``stopped_keys_cold``, most often the sample's heaviest) is in the cold rate's time but in neither
+pass's count, so the two rates are over different kernels whenever the cold pass stopped one (session 42).
 
 A whole release does not fit one device call, so a run can go on in the next one: ``--resume`` keeps
 ``OUT/reports-cold.jsonl`` and verifies only the kernels it does not hold yet, and ``--build-cache DIR``
@@ -557,7 +557,8 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=8, help="kernels in the sample")
     parser.add_argument("--all", action="store_true", help="every kernel with code (no sample)")
     parser.add_argument("--only", type=lambda text: {k.strip() for k in text.split(",") if k.strip()},
-                        help="only these kernels (comma-separated keys such as L1-T98,L3-T43; with --all or --limit)")
+                        help="only these kernels (comma-separated keys such as L1-T98,L3-T43); with --all every one of "
+                             "them, else a seeded sample of --limit (default 8) of them")
     parser.add_argument("--resume", action="store_true",
                         help="keep OUT/reports-cold.jsonl and verify only the kernels it does not hold; those "
                              "--grace-s stopped before (OUT/stopped-cold.jsonl) first, each with its GPU alone")

@@ -374,7 +374,8 @@ def test_held_up_by_puts_a_wait_down_to_the_stopped_script_that_held_it() -> Non
     assert held_up_by([a, b, heavy]) == {"alone_wait_total_s": 11.1,
                                          "alone_held_up_by": [["stopped:gate:run:shared -> yield", 11.1]]}
     # One that held its GPU alone (a rerun) shared nothing, and one whose parent never started has no time line.
-    assert held_up_by([a, b, stopped_record("0", 70.0, [(78.5, "gate:run:shared"), (88.6, "gate:run:yield")], exclusive=True)]) == held_up_by([a, b])
+    rerun = stopped_record("0", 70.0, [(78.5, "gate:run:shared"), (88.6, "gate:run:yield")], exclusive=True)
+    assert held_up_by([a, b, rerun]) == held_up_by([a, b])
     assert held_up_by([a, b, stopped_record("0", None, [])]) == held_up_by([a, b])
 
 
