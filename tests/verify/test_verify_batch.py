@@ -436,8 +436,9 @@ def test_a_hard_stop_ends_running_jobs_unreported_and_keeps_the_finished(monkeyp
 
     monkeypatch.setattr(workers, "verify_one", verify)
     jobs = [job("quick"), job("slow", kernel=HONEST + "# slow\n"), job("later", kernel=HONEST + "# later\n")]
+    # The slot's first job starts about 0.5 s in when this test runs first in its process: the stop comes after that.
     batch = LocalBatch(jobs, VerifyOptions(), gpus=["0"], compile_workers=1, cache=None, slots=1,
-                       stop_at=time.time() + 0.3)
+                       stop_at=time.time() + 1.5)
     got: list[str] = []
     started = time.monotonic()
     batch.run(lambda f: got.append(f.job.key))
