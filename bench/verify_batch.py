@@ -179,19 +179,19 @@ class Recorder:
         return {"start_s": round(min(at - s for at, s in self.arrivals) - self.stats.started, 2),
                 "end_s": round(end - max(at for at, _ in self.arrivals), 2)}
 
-    def stopped_records(self) -> list[dict[str, Any]]:
-        """The pass's stopped scripts, shaped as reports for ``held_up_by`` (``verify.batch.stats.stopped_record``):
-        a wait that ended on one is then put down to it, not to the last reported verification that let go.
+    def stopped_records(self, mode: str) -> list[dict[str, Any]]:
+        """The pass's stopped scripts, shaped as reports for ``held_up_by`` (``verify.batch.stats.stopped_record``;
+        ``mode``: the batch's gate mode): a wait that ended on one is then put down to it, not to the last reported
+        verification that let go.
 
         Example:
             >>> from verify.jobs import VerifyJob
             >>> recorder = Recorder(Path("/nonexistent/r.jsonl"), 1)
             >>> job = VerifyJob(key="L2-T34", task_code="t", kernel_code="k", form="model-new")
             >>> recorder.stopped = [Stopped(job, "0", 266.3, marks=((80.4, "gpu-gate"),), origin=1000.0)]
-            >>> [(r["timeline_origin"], r["timeline"], r["stopped"]) for r in recorder.stopped_records()]
+            >>> [(r["timeline_origin"], r["timeline"], r["stopped"]) for r in recorder.stopped_records("shared")]
             [(1000.0, [[80.4, 'parent', 'gpu-gate']], True)]
         """
-        mode = os.environ.get("KA_GPU_GATE_MODE") or BATCH_GATE_MODE
         return [stopped_record(item.gpu, item.origin, item.marks, exclusive=item.exclusive, mode=mode)
                 for item in self.stopped if item.origin is not None]
 
@@ -662,6 +662,7 @@ def main() -> int:
                     compile_workers=args.compile_workers, cache=cache, budget_s=args.budget_s * 0.25, ray=args.ray,
                     grace_s=args.grace_s, slots_per_gpu=args.slots_per_gpu)
     n_gpus = len(parse_gpus(args.gpus))
+    gate_mode = os.environ.get("KA_GPU_GATE_MODE") or BATCH_GATE_MODE
     slots = args.slots_per_gpu or default_slots(n_gpus, ray=bool(args.ray))
     result: dict[str, Any] = {
         "n_kernels": len(jobs), "n_stored_before": len(jobs) - cold.stats.total, "n_cold": cold.stats.done,
@@ -678,13 +679,13 @@ def main() -> int:
         "warm_shares": warm.stats.shares(),
         **{f"pass_{k}_cold": v for k, v in cold.ends().items()},
         "statuses_cold": dict(cold.stats.statuses), "builds_cold": dict(cold.stats.builds),
-        "gate_mode": os.environ.get("KA_GPU_GATE_MODE") or BATCH_GATE_MODE,
+        "gate_mode": gate_mode,
         "slots_per_gpu": slots,
         "gpu_seats": gpu_seats(n_gpus),
         **{f"{k}_cold": v for k, v in gpu_occupancy(list(cold.reports.values())).items()},
         **{f"{k}_cold": v for k, v in alone_waits(list(cold.reports.values())).items()},
         **{f"{k}_cold": v for k, v in give_way_waits(list(cold.reports.values())).items()},
-        **{f"{k}_cold": v for k, v in held_up_by(list(cold.reports.values()) + cold.stopped_records()).items()},
+        **{f"{k}_cold": v for k, v in held_up_by(list(cold.reports.values()) + cold.stopped_records(gate_mode)).items()},
         **{f"{k}_cold": v for k, v in seat_times(list(cold.reports.values())).items()},
         "stopped_cold": len(cold.stopped),
         "stopped_keys_cold": sorted(item.job.key for item in cold.stopped),

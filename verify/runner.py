@@ -114,7 +114,7 @@ def run_script(script: Path, options: VerifyOptions, *, build_dir: str | os.Path
             signal ended the script).
         BatchStopped: ``stop_at`` came first.
     """
-    from verify.harness.parent import MARKS_FILE_ENV, read_marks, read_origin
+    from verify.harness.parent import MARKS_FILE_ENV, read_mark_log
 
     timeout = options.timeout()
     if stop_at is not None:
@@ -141,8 +141,8 @@ def run_script(script: Path, options: VerifyOptions, *, build_dir: str | os.Path
             raise VerifyError(f"cannot run {options.python!r}: {error}; pass --python PATH to a Python with torch") from None
         except subprocess.TimeoutExpired:
             if timeout < options.timeout():
-                raise BatchStopped(f"stopped at the batch's time limit after {timeout:.0f}s",
-                                   read_marks(marks_path), read_origin(marks_path)) from None
+                origin, marks = read_mark_log(marks_path)
+                raise BatchStopped(f"stopped at the batch's time limit after {timeout:.0f}s", marks, origin) from None
             raise VerifyError(f"the eval script ran past {options.timeout():.0f}s and was stopped") from None
         if not report_path.is_file():
             code, output = started

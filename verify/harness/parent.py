@@ -1069,42 +1069,28 @@ ORIGIN_MARK = "origin"
 """The name of a marks file's first line, whose number is the parent's start on the host's monotonic clock."""
 
 
-def read_marks(path: str | os.PathLike[str]) -> list[tuple[float, str]]:
-    """The marks a ``MarkLog`` wrote (none when there is no file; a line cut short is left out), without its
-    ``origin`` line (``read_origin``).
+def read_mark_log(path: str | os.PathLike[str]) -> tuple[float | None, list[tuple[float, str]]]:
+    """What a ``MarkLog`` wrote: the parent's start on the host's monotonic clock (its ``origin`` line) and its marks
+    (None and none when there is no file; a line cut short is left out).
 
     Example:
         >>> import tempfile, os
         >>> path = os.path.join(tempfile.mkdtemp(), "marks.tsv")
         >>> _ = open(path, "w").write("7.000000\\torigin\\n1.250\\tgpu-gate\\n3.5")
-        >>> read_marks(path), read_marks(path + ".none")
-        ([(1.25, 'gpu-gate')], [])
+        >>> read_mark_log(path), read_mark_log(path + ".none")
+        ((7.0, [(1.25, 'gpu-gate')]), (None, []))
     """
-    return [(at, name) for at, name in _mark_lines(path) if name != ORIGIN_MARK]
-
-
-def read_origin(path: str | os.PathLike[str]) -> float | None:
-    """The parent's start on the host's monotonic clock, from a ``MarkLog`` file (None without one).
-
-    Example:
-        >>> import tempfile, os
-        >>> path = os.path.join(tempfile.mkdtemp(), "marks.tsv")
-        >>> _ = open(path, "w").write("7.000000\\torigin\\n1.250\\tgpu-gate\\n")
-        >>> read_origin(path), read_origin(path + ".none")
-        (7.0, None)
-    """
-    return next((at for at, name in _mark_lines(path) if name == ORIGIN_MARK), None)
-
-
-def _mark_lines(path: str | os.PathLike[str]) -> list[tuple[float, str]]:
-    lines: list[tuple[float, str]] = []
+    origin: float | None = None
+    marks: list[tuple[float, str]] = []
     with contextlib.suppress(OSError):
         for line in Path(path).read_text().splitlines():
             at, _, name = line.partition("\t")
             with contextlib.suppress(ValueError):
-                if name:
-                    lines.append((float(at), name))
-    return lines
+                if name == ORIGIN_MARK:
+                    origin = float(at)
+                elif name:
+                    marks.append((float(at), name))
+    return origin, marks
 
 
 def timeline(t_start: float, children: list[ChildReport],
