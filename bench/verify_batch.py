@@ -22,6 +22,8 @@ long batch's fill and drain (``steady_rate``).
 ``--gate-mode`` picks how verifications share a GPU (``verify.harness.gate``); ``gate_held_share_cold`` is the
 share of the cold pass a GPU's gate was held at all, ``gpu_alone_share_cold`` held alone (timed work, or the
 whole hold in the exclusive mode), averaged over the GPUs (``verify.batch.stats.gpu_occupancy``).
+``--heavy last`` verifies the heavy kernels (``verify.batch.weight``) after the light ones (``heavy_policy`` says
+which policy ran; ``heavy_finished_cold`` lists the heavy kernels the cold pass finished).
 ``alone_wait_mean_s_cold`` and ``alone_wait_median_s_cold``: how long a kernel waited in all for the GPU alone
 (``verify.batch.stats.alone_waits``), and ``give_way_wait_mean_s_cold`` and ``give_way_wait_median_s_cold``: how long its
 children stood back, in all, for other kernels' timed work (``verify.batch.stats.give_way_waits``). ``alone_wait_total_s_cold``
@@ -106,6 +108,8 @@ from verify.batch.stats import (  # noqa: E402
     stopped_record,
     timing_moves,
 )
+from verify.batch.weight import BATCH_HEAVY, HEAVY_POLICIES  # noqa: E402
+from verify.batch.weight import policy as heavy_policy  # noqa: E402
 from verify.batch.workers import BATCH_GATE_MODE, Stopped, default_slots, gpu_seats, parse_gpus  # noqa: E402
 from verify.batch.zygotes import (  # noqa: E402
     FORK_PARENTS_ENV,
@@ -269,7 +273,7 @@ def run_pass(name: str, jobs: list[VerifyJob], options: VerifyOptions, out: Path
     verify_jobs(todo, options, recorder, force=True, gpus=gpus, compile_workers=compile_workers,
                 slots_per_gpu=slots_per_gpu, build_cache=cache, time_budget_s=budget_s,
                 stop_after_s=None if grace_s is None else budget_s + grace_s, ray=ray, exclusive=exclusive,
-                on_stopped=stopped)
+                on_stopped=stopped, log=lambda line: print(f"{name}: {line}", file=sys.stderr, flush=True))
     recorder.stats.finished_at = time.monotonic()
     recorder.cpu_s = host_cpu_s() - before
     return recorder
@@ -586,6 +590,9 @@ def main() -> int:
                              "6 or 3)")
     parser.add_argument("--gate-mode", choices=GATE_MODES,
                         help=f"how verifications share a GPU (default {BATCH_GATE_MODE}; see verify.harness.gate)")
+    parser.add_argument("--heavy", choices=HEAVY_POLICIES,
+                        help=f"where heavy kernels go (KA_BATCH_HEAVY; default {BATCH_HEAVY}; see verify.batch.weight): "
+                             "'last' verifies them after the light ones")
     parser.add_argument("--no-zygote", dest="zygote", action="store_false",
                         help="start each verification's children by exec instead of forking them from its zygote "
                              "(KA_ZYGOTE=0; verify.harness.zygote)")
@@ -628,6 +635,8 @@ def main() -> int:
         os.environ["KA_GPU_GATE_MODE"] = args.gate_mode
     if args.gpu_seats:
         os.environ["KA_GPU_SEATS"] = str(args.gpu_seats)
+    if args.heavy:
+        os.environ["KA_BATCH_HEAVY"] = args.heavy
     if not args.zygote:
         os.environ[ZYGOTE_ENV] = "0"
     if not args.slot_zygote:
@@ -680,6 +689,8 @@ def main() -> int:
         **{f"pass_{k}_cold": v for k, v in cold.ends().items()},
         "statuses_cold": dict(cold.stats.statuses), "builds_cold": dict(cold.stats.builds),
         "gate_mode": gate_mode,
+        "heavy_policy": heavy_policy(),
+        "heavy_finished_cold": sorted(k for k, r in cold.reports.items() if (r.get("batch") or {}).get("heavy")),
         "slots_per_gpu": slots,
         "gpu_seats": gpu_seats(n_gpus),
         **{f"{k}_cold": v for k, v in gpu_occupancy(list(cold.reports.values())).items()},

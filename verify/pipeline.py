@@ -60,6 +60,8 @@ def verify_jobs(
     stop_after_s: float | None = None,
     exclusive: Collection[str] = (),
     on_stopped: Callable[[Stopped], None] | None = None,
+    heavy: str | None = None,
+    log: Callable[[str], None] | None = None,
 ) -> dict[str, int]:
     """Verify each job not in ``done`` (all of them with ``force``), calling ``on_result(job, report)`` as each finishes.
 
@@ -81,6 +83,9 @@ def verify_jobs(
             earlier batch stopped: heavy verifications that share a GPU can all finish late, so under a hard limit
             a resumed batch could otherwise stop the same kernels again and again).
         on_stopped: batch only: told about each kernel ``stop_after_s`` stopped (``verify.batch.workers.Stopped``).
+        heavy: batch only: where heavy kernels go (``verify.batch.weight``): ``mixed`` (in plan order) or ``last``
+            (after the light ones, fewer at once on a GPU); default ``KA_BATCH_HEAVY``, else ``BATCH_HEAVY``.
+        log: batch only: told one-line notes on the batch's set-up (how many kernels were weighed heavy).
 
     Returns:
         How many reports ended in each status (``error`` for a script that gave none).
@@ -89,7 +94,8 @@ def verify_jobs(
         return _verify_batch(jobs, options, on_result, done=done, force=force, gpus=gpus,
                              compile_workers=compile_workers, slots_per_gpu=slots_per_gpu, build_cache=build_cache,
                              ray=ray, ray_init=ray_init, arch=arch, progress=progress, time_budget_s=time_budget_s,
-                             stop_after_s=stop_after_s, exclusive=exclusive, on_stopped=on_stopped)
+                             stop_after_s=stop_after_s, exclusive=exclusive, on_stopped=on_stopped, heavy=heavy,
+                             log=log)
     summary: dict[str, int] = {}
     done = () if force else done
     for job in jobs:
@@ -127,11 +133,14 @@ def _verify_batch(
     stop_after_s: float | None = None,
     exclusive: Collection[str] = (),
     on_stopped: Callable[[Stopped], None] | None = None,
+    heavy: str | None = None,
+    log: Callable[[str], None] | None = None,
 ) -> dict[str, int]:
     import time
 
     from verify.batch.build_cache import BuildCache, default_root, detect_toolchain
     from verify.batch.plan import make_plan
+    from verify.batch.weight import policy, weigh_for_batch
     from verify.batch.workers import Finished, LocalBatch, default_slots, parse_gpus
 
     deadline = None if time_budget_s is None else time.monotonic() + time_budget_s
@@ -140,6 +149,7 @@ def _verify_batch(
     summary: dict[str, int] = {}
     if not plan.todo:
         return summary
+    heavy_keys = weigh_for_batch(plan.todo, options.python, policy(heavy), log)
     use_cache = build_cache is not False and not options.static_only
     root = Path(default_root() if build_cache in (None, True) else str(build_cache))
     toolchain = detect_toolchain(options.python, arch) if use_cache or ray else None
@@ -159,12 +169,14 @@ def _verify_batch(
         assert toolchain is not None
         stopped = run_ray_batch(plan.todo, options, finished, address=ray, cache_root=root, toolchain=toolchain,
                                 build=use_cache, init=ray_init, deadline=deadline, stop_at=stop_at,
-                                slots=slots_per_gpu or default_slots(ray=True), exclusive=exclusive)
+                                slots=slots_per_gpu or default_slots(ray=True), exclusive=exclusive,
+                                heavy=heavy_keys)
     else:
         gpu_ids = parse_gpus(gpus)
         cache = BuildCache(root, toolchain) if use_cache and toolchain is not None else None
         batch = LocalBatch(plan.todo, options, gpus=gpu_ids, compile_workers=compile_workers, cache=cache,
-                           deadline=deadline, stop_at=stop_at, slots=slots_per_gpu, exclusive=exclusive)
+                           deadline=deadline, stop_at=stop_at, slots=slots_per_gpu, exclusive=exclusive,
+                           heavy=heavy_keys)
         batch.run(finished)
         stopped = batch.stopped
     if on_stopped is not None:

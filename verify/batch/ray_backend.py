@@ -28,19 +28,20 @@ import tarfile
 import tempfile
 import time
 from collections import deque
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from verify.batch.build_cache import MARKER, BuildCache, BuildResult, Toolchain
+from verify.batch.weight import heavy_last
 from verify.batch.workers import (
     SLOTS_PER_GPU,
     STOPPED_BEFORE,
     Finished,
     Stopped,
     batch_record,
-    exclusive_first,
     gate_environment,
+    heavy_environment,
     verify_one,
 )
 from verify.batch.zygotes import SlotZygotes, slot_zygotes_enabled
@@ -131,7 +132,7 @@ def worker_zygotes(python: str, env: dict[str, str]) -> SlotZygotes:
 
 def _verify_task(job: VerifyJob, options: VerifyOptions, root: str, toolchain: Toolchain,
                  built: tuple[BuildResult, bytes | None] | None, batch: tuple[str, str],
-                 stop_at: float | None = None, exclusive: bool = False) -> Finished | Stopped:
+                 stop_at: float | None = None, exclusive: bool = False, heavy: str | None = None) -> Finished | Stopped:
     options.python = sys.executable
     cache = BuildCache(root, toolchain)
     build = None
@@ -146,7 +147,7 @@ def _verify_task(job: VerifyJob, options: VerifyOptions, root: str, toolchain: T
     batch_id, key = batch
     folder = Path(root) / "batches" / f"ka-batch-{batch_id}"
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    env |= gate_environment(str(folder), key, gpu)
+    env = heavy_environment(env | gate_environment(str(folder), key, gpu), heavy)
     t0 = time.monotonic()
     try:
         report = verify_one(job, options, build=build, env=env, stop_at=stop_at,
@@ -155,7 +156,7 @@ def _verify_task(job: VerifyJob, options: VerifyOptions, root: str, toolchain: T
     except BatchStopped as stop:
         return Stopped(job, f"{_node()}:{gpu}", time.monotonic() - t0, exclusive, tuple(stop.marks), stop.origin)
     seconds = time.monotonic() - t0
-    report["batch"] = batch_record(build, f"{_node()}:{gpu}", seconds)
+    report["batch"] = batch_record(build, f"{_node()}:{gpu}", seconds, heavy)
     return Finished(job, report, build, gpu, seconds)
 
 
@@ -181,7 +182,7 @@ def run_ray_batch(jobs: list[VerifyJob], options: VerifyOptions, on_finished: Ca
                   address: str, cache_root: str | os.PathLike[str], toolchain: Toolchain, build: bool = True,
                   init: dict[str, Any] | None = None, deadline: float | None = None,
                   stop_at: float | None = None, slots: int = SLOTS_PER_GPU,
-                  exclusive: Collection[str] = ()) -> list[Stopped]:
+                  exclusive: Collection[str] = (), heavy: Mapping[str, str] | None = None) -> list[Stopped]:
     """Verify ``jobs`` on the Ray cluster at ``address`` (``local``: a Ray started here).
 
     Builds are all submitted at once (a CPU node builds ahead of the GPUs); verifications only as GPU slots
@@ -189,7 +190,8 @@ def run_ray_batch(jobs: list[VerifyJob], options: VerifyOptions, on_finished: Ca
     needed are cancelled and the call returns when the running verifications end, as the local batch does.
     With ``stop_at`` (a ``time.time()``; the nodes' clocks are assumed in step) the verifications still
     running then stop on their nodes and are not reported; the call returns them. The jobs keyed in ``exclusive``
-    are submitted first and hold their GPU alone throughout (``verify.batch.workers.LocalBatch``).
+    are submitted first and hold their GPU alone throughout, those keyed in ``heavy`` last, at most ``HEAVY_SEATS`` of
+them on a GPU at once (``verify.batch.workers.LocalBatch``).
     """
     import ray
 
@@ -205,7 +207,8 @@ def run_ray_batch(jobs: list[VerifyJob], options: VerifyOptions, on_finished: Ca
         build_remote = ray.remote(num_cpus=2, max_retries=1)(_build_task)
         verify_remote = ray.remote(max_retries=0, **gpu_resources)(_verify_task)
         exclusive = frozenset(exclusive)
-        jobs = exclusive_first(jobs, exclusive)
+        heavy = dict(heavy or {})
+        jobs = heavy_last(jobs, heavy, first=exclusive)
         cache = BuildCache(root, toolchain)
         # A job with nothing to build (``build_cache.needs_build``) takes no build task: its GPU task may start at once.
         builds = [None if not build else (unneeded, None) if (unneeded := cache.unneeded(job)) is not None
@@ -222,7 +225,7 @@ def run_ray_batch(jobs: list[VerifyJob], options: VerifyOptions, on_finished: Ca
             while queue and len(pending) < window:
                 job, built_ref = queue.popleft()
                 pending[verify_remote.remote(job, options, root, toolchain, built_ref, batch, stop_at,
-                                             job.key in exclusive)] = job
+                                             job.key in exclusive, heavy.get(job.key))] = job
             if not pending:
                 break
             timeout = None if deadline is None or not queue else max(0.05, deadline - time.monotonic())

@@ -13,7 +13,8 @@ baseline folder, so a task's baselines are measured once per GPU (``verify.harne
 the script's isolation (trusted child, candidate children, parent judging) is exactly the single kernel's.
 The jobs named ``exclusive`` (kernels an earlier batch stopped at its hard limit) go first and hold their GPU
 alone throughout, whatever the batch's mode: heavy verifications sharing one GPU can all finish late, and under a
-hard limit none might ever finish (``Stopped``). A script killed by a signal while sharing its GPU is run once more,
+hard limit none might ever finish (``Stopped``). The jobs named ``heavy`` (``verify.batch.weight``) go last, at most
+``HEAVY_SEATS`` of them on a GPU at once. A script killed by a signal while sharing its GPU is run once more,
 alone (``verify_one``).
 Reports come back to the calling thread, which hands each to ``on_result`` as it arrives (the archive write
 happens there, one at a time).
@@ -32,12 +33,13 @@ import secrets
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from verify.batch.build_cache import BuildCache, BuildResult, build_niceness, stop_prebuilds
+from verify.batch.weight import HEAVY_SEATS, heavy_last
 from verify.batch.zygotes import SlotZygotes
 from verify.harness.gate import parse_seats
 from verify.runner import BatchStopped, ScriptKilled, VerifyError, VerifyOptions, verify_code
@@ -209,18 +211,6 @@ class Stopped:
     """The parent's start on its host's monotonic clock, which ``marks`` count from (a report's ``timeline_origin``)."""
 
 
-def exclusive_first(jobs: list[VerifyJob], exclusive: Collection[str]) -> list[VerifyJob]:
-    """``jobs`` with those keyed in ``exclusive`` first, each group in its own order.
-
-    Example:
-        >>> from verify.jobs import VerifyJob
-        >>> jobs = [VerifyJob(key=k, task_code="t", kernel_code=k, form="model-new") for k in "abcd"]
-        >>> [j.key for j in exclusive_first(jobs, {"c", "d"})]
-        ['c', 'd', 'a', 'b']
-    """
-    return sorted(jobs, key=lambda job: job.key not in exclusive)
-
-
 STOPPED_BEFORE = "stopped at an earlier batch's time limit while sharing the GPU"
 """Why a job of ``exclusive`` holds its GPU alone (its report's ``gate.rerun``)."""
 
@@ -267,11 +257,26 @@ def verify_one(job: VerifyJob, options: VerifyOptions, *, build: BuildResult | N
         return report
 
 
-def batch_record(build: BuildResult | None, gpu: str, seconds: float) -> dict[str, Any]:
-    """What the batch adds to a report under ``batch``: the GPU, the build's state and seconds."""
-    return {"gpu": gpu, "seconds": round(seconds, 3),
-            "build": None if build is None else {"state": build.state, "seconds": round(build.seconds, 3),
-                                                 "key": build.key, "error": build.error}}
+def batch_record(build: BuildResult | None, gpu: str, seconds: float, heavy: str | None = None) -> dict[str, Any]:
+    """What the batch adds to a report under ``batch``: the GPU, the build's state and seconds, and why the kernel
+    went last (``heavy``, ``verify.batch.weight``) if it did."""
+    record = {"gpu": gpu, "seconds": round(seconds, 3),
+              "build": None if build is None else {"state": build.state, "seconds": round(build.seconds, 3),
+                                                   "key": build.key, "error": build.error}}
+    return record | ({"heavy": heavy} if heavy else {})
+
+
+def heavy_environment(env: dict[str, str], heavy: str | None) -> dict[str, str]:
+    """``env`` for a heavy kernel's script: at most ``HEAVY_SEATS`` of its GPU's seats (``verify.batch.weight``).
+
+    Example:
+        >>> heavy_environment({"KA_GPU_SEATS": "6"}, "large-output: 4.29 GB of outputs")
+        {'KA_GPU_SEATS': '2'}
+    """
+    if not heavy:
+        return env
+    seats = parse_seats(env.get("KA_GPU_SEATS"))
+    return env | {"KA_GPU_SEATS": str(min(seats, HEAVY_SEATS) if seats else HEAVY_SEATS)}
 
 
 class LocalBatch:
@@ -279,13 +284,15 @@ class LocalBatch:
 
     def __init__(self, jobs: list[VerifyJob], options: VerifyOptions, *, gpus: list[str],
                  compile_workers: int | None = None, cache: BuildCache | None, deadline: float | None = None,
-                 stop_at: float | None = None, slots: int | None = None, exclusive: Collection[str] = ()) -> None:
+                 stop_at: float | None = None, slots: int | None = None, exclusive: Collection[str] = (),
+                 heavy: Mapping[str, str] | None = None) -> None:
         self.slots = max(1, slots or default_slots(len(gpus)))
         self.seats = gpu_seats(len(gpus))
         self._gates = tempfile.TemporaryDirectory(prefix="ka-gpu-gates-")
         self._baseline_key = secrets.token_hex(32)
         self.exclusive = frozenset(exclusive)
-        self.jobs = exclusive_first(jobs, self.exclusive)
+        self.heavy = dict(heavy or {})
+        self.jobs = heavy_last(jobs, self.heavy, first=self.exclusive)
         self.options = options
         self.gpus = gpus
         self.compile_workers = max(1, compile_workers or default_compile_workers(len(gpus), min(self.slots, self.seats)))
@@ -327,16 +334,18 @@ class LocalBatch:
                     future = self._builds.get(job.key)
                     build = future.result() if future is not None and future.exception() is None else None
                     alone = job.key in self.exclusive
+                    heavy = self.heavy.get(job.key)
                     t0 = time.monotonic()
                     try:
-                        report = verify_one(job, self.options, build=build, env=env, stop_at=self.stop_at,
+                        report = verify_one(job, self.options, build=build, env=heavy_environment(env, heavy),
+                                            stop_at=self.stop_at,
                                             zygotes=zygotes, alone_because=STOPPED_BEFORE if alone else None)
                     except BatchStopped as stop:
                         self.stopped.append(Stopped(job, gpu, time.monotonic() - t0, alone, tuple(stop.marks),
                                                     stop.origin))
                         break
                     seconds = time.monotonic() - t0
-                    report["batch"] = batch_record(build, gpu, seconds)
+                    report["batch"] = batch_record(build, gpu, seconds, heavy)
                     self._results.put(Finished(job, report, build, gpu, seconds))
             self._results.put(None)
         except BaseException as error:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -21,6 +22,9 @@ from kernel_archive.cli.common import (
     print_json,
     reporting_errors,
 )
+from verify.batch.weight import BATCH_HEAVY, HEAVY_OUTPUT_BYTES, HEAVY_POLICIES, HEAVY_SEATS
+
+Heavy = StrEnum("Heavy", {name: name for name in HEAVY_POLICIES})
 
 if TYPE_CHECKING:
     from archive_db.verify_queries import VerifySelection
@@ -110,6 +114,13 @@ def verify(
     ray_address: Annotated[
         str | None, typer.Option("--ray", help="Batch: run on this Ray cluster (ADDRESS, or 'local' to start one here).")
     ] = None,
+    heavy: Annotated[
+        Heavy | None, typer.Option("--heavy",
+                                 help="Batch: 'last' verifies heavy kernels (candidates that call torch.compile, "
+                                      f"tasks with {HEAVY_OUTPUT_BYTES // 2**20} MiB of outputs or more) after the "
+                                      f"light ones, {HEAVY_SEATS} at a time on a GPU; 'mixed' keeps them in place "
+                                      f"(default: KA_BATCH_HEAVY, else {BATCH_HEAVY}). Verdicts are the same either "
+                                      "way.")] = None,
     trials: Annotated[int, typer.Option("--trials", min=1, help="Correctness trials (fresh seeds).")] = 5,
     static_only: Annotated[bool, typer.Option("--static-only", help="Only the checks that need no GPU.")] = False,
     untrusted_ok: Annotated[
@@ -161,13 +172,13 @@ def verify(
         _verify_batch(db, selection, options, force=force, gpus=gpus, compile_workers=compile_workers,
                       slots_per_gpu=slots_per_gpu,
                       build_cache=False if no_build_cache else build_cache, arch=arch, ray_address=ray_address,
-                      store=store, json_output=json_output)
+                      store=store, json_output=json_output, heavy=heavy.value if heavy else None)
 
 
 def _verify_batch(db: str | None, selection: VerifySelection, options: VerifyOptions, *, force: bool, gpus: str | None,
                   compile_workers: int | None, slots_per_gpu: int | None, build_cache: str | bool | None,
                   arch: str | None,
-                  ray_address: str | None, store: bool, json_output: bool) -> None:
+                  ray_address: str | None, store: bool, json_output: bool, heavy: str | None = None) -> None:
     from verify.batch.archive import archive_jobs, archive_storer, done_keys
     from verify.batch.progress import BatchProgress, summary_table
     from verify.pipeline import VerifyJob, verify_jobs
@@ -198,7 +209,8 @@ def _verify_batch(db: str | None, selection: VerifySelection, options: VerifyOpt
                     gpus=gpus if batch else None, compile_workers=compile_workers if batch else None,
                     slots_per_gpu=slots_per_gpu if batch else None,
                     build_cache=(build_cache if build_cache is not None else True) if batch else None,
-                    ray=ray_address if batch else None, arch=arch)
+                    ray=ray_address if batch else None, arch=arch, heavy=heavy,
+                    log=None if json_output else console.print)
     if json_output:
         print_json(results)
         return

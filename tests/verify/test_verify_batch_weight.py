@@ -1,0 +1,186 @@
+"""Heavy kernels (verify.batch.weight, verify.harness.sizing): which ones, and where a batch puts them."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from batch_testing import HONEST, TASK, job
+
+from verify.batch import weight, workers
+from verify.batch.build_cache import BuildResult
+from verify.batch.plan import task_of
+from verify.batch.workers import LocalBatch
+from verify.pipeline import VerifyJob, verify_jobs
+from verify.runner import VerifyOptions
+
+COMPILING = {
+    "a call": "import torch\nclass ModelNew(torch.nn.Module):\n    def __init__(self):\n        self.f = torch.compile(f)\n",
+    "a decorator": "import torch\n@torch.compile(mode='max-autotune')\ndef f(x):\n    return x\n",
+    "Inductor's config imported": "import torch._inductor.config as config\nconfig.coordinate_descent_tuning = True\n",
+    "Inductor's config from torch": "from torch import _inductor\n",
+    "compile imported from torch": "from torch import compile as c\nf = c(g)\n",
+    "Dynamo's settings": "import torch\ntorch._dynamo.config.cache_size_limit = 64\n",
+}
+NOT_COMPILING = {
+    "a comment": "import torch\n# torch.compile(m) was slower\n",
+    "a string": "import torch\nnote = 'no torch.compile here'\n",
+    "regular expressions": "import re\np = re.compile('x')\n",
+    "torch.compiler": "import torch\n@torch.compiler.disable\ndef f(x):\n    return x\n",
+    "a load_inline kernel": "from torch.utils.cpp_extension import load_inline\nm = load_inline(name='k', cpp_sources=[''])\n",
+    "code that does not parse": "def f(:\n    torch.compile(g)\n",
+}
+
+
+@pytest.mark.parametrize("what", sorted(COMPILING))
+def test_a_candidate_that_compiles_itself_is_self_tuning(what: str) -> None:
+    assert weight.calls_torch_compile(COMPILING[what])
+    assert weight.self_tuning([job("k", kernel=COMPILING[what])])["k"].startswith("self-tuning: ")
+
+
+@pytest.mark.parametrize("what", sorted(NOT_COMPILING))
+def test_a_candidate_that_only_mentions_compiling_is_light(what: str) -> None:
+    assert weight.calls_torch_compile(NOT_COMPILING[what]) is None
+
+
+def _cuda_l1(shared_data: Path) -> list[dict[str, Any]]:
+    path = shared_data / "cuda-l1" / "h100.jsonl"
+    if not path.is_file():
+        pytest.skip(f"no CUDA-L1 H100 file at {path}")
+    return [json.loads(line) for line in path.open() if line.strip()]
+
+
+def test_the_cuda_l1_candidates_that_compile_themselves_are_those_a_line_search_finds(shared_data: Path) -> None:
+    rows = _cuda_l1(shared_data)
+    found = {(r["level_id"], r["task_id"]) for r in rows if weight.calls_torch_compile(r.get("custom_code") or "")}
+    searched = {(r["level_id"], r["task_id"]) for r in rows
+                if any(what in line.split("#")[0] for line in (r.get("custom_code") or "").splitlines()
+                       for what in ("torch.compile", "torch._inductor", "torch._dynamo"))}
+    # Level 2 tasks 34, 49 and 85 stalled or were stopped in session 42 (docs/verify-batch.md).
+    assert found == searched and {(2, 34), (2, 49), (2, 85)} <= found
+
+
+def test_the_sizing_child_sizes_real_tasks_and_skips_what_does_not_run_on_meta(shared_data: Path) -> None:
+    rows = {(r["level_id"], r["task_id"]): r for r in _cuda_l1(shared_data)}
+    jobs = [VerifyJob(key=f"L{lv}-T{t}", task_key=f"L{lv}-T{t}", task_code=rows[lv, t]["ref_code"],
+                      kernel_code="", form="model-new") for lv, t in ((2, 34), (2, 60), (1, 1))]
+    item = TASK.replace("return torch.relu(self.lin(x))", "return x * x.sum().item()")
+    slow = TASK.replace("return torch.relu(self.lin(x))", "import time; time.sleep(30); return x")
+    leaves = TASK.replace("def get_inputs", "raise SystemExit(3)\ndef get_inputs")
+    jobs += [VerifyJob(key=k, task_key=k, task_code=code, kernel_code="", form="model-new")
+             for k, code in (("item", item), ("slow", slow), ("exits", leaves), ("light", TASK))]
+    errors: dict[str, str] = {}
+    t0 = time.monotonic()
+    sizes = weight.task_output_bytes(jobs, sys.executable, on_error=errors.__setitem__)
+    assert time.monotonic() - t0 < 25  # the slow task stopped at its own limit, not at the child's
+    # Level 2 task 34: a stride-2 transposed convolution of (128, 32, 16, 32, 32) to 64 channels, in float32;
+    # level 1 task 1: a 2048 x 2048 product.
+    assert sizes == {"L2-T34": 128 * 64 * 32 * 64 * 64 * 4, "L2-T60": 1_007_935_488, "L1-T1": 2048 * 2048 * 4,
+                     "light": 8 * 16 * 4}
+    assert "item()" in errors["item"] and errors["slow"].startswith("not sized within")
+    assert errors["exits"].startswith("SystemExit")
+
+
+def test_a_sizing_child_that_cannot_start_or_overruns_leaves_every_task_light(tmp_path: Path) -> None:
+    jobs = [job("a")]
+    errors: list[tuple[str, str]] = []
+    assert weight.task_output_bytes(jobs, str(tmp_path / "no-python"), on_error=lambda t, w: errors.append((t, w))) == {}
+    assert errors and "did not start" in errors[0][1]
+    errors.clear()
+    assert weight.task_output_bytes(jobs, sys.executable, timeout_s=0.01,
+                                    on_error=lambda t, w: errors.append((t, w))) == {}
+    assert errors == [("*", "the sizing child ran past 0.01 s")]
+
+
+def test_outputs_from_the_threshold_on_are_heavy_and_the_first_rule_names_the_reason() -> None:
+    big, under, compiling = job("big"), job("under", task=TASK + "# other task\n"), job("c", kernel=COMPILING["a call"])
+    sizes = {task_of(big): weight.HEAVY_OUTPUT_BYTES, task_of(under): weight.HEAVY_OUTPUT_BYTES - 1}
+    got = weight.weigh([big, under, compiling], sizes=sizes)
+    assert got == {"big": "large-output: 0.54 GB of outputs", "c": "self-tuning: calls torch.compile"}
+    assert [rule.name for rule in weight.HEAVY_RULES] == ["self-tuning", "large-output"]
+    assert all(reason.split(":")[0] in {rule.name for rule in weight.HEAVY_RULES} for reason in got.values())
+
+
+def test_the_policy_comes_from_the_argument_then_the_environment_and_a_bad_one_is_named(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KA_BATCH_HEAVY", raising=False)
+    assert weight.policy() == weight.BATCH_HEAVY
+    monkeypatch.setenv("KA_BATCH_HEAVY", "last")
+    assert weight.policy() == "last" and weight.policy("mixed") == "mixed"
+    monkeypatch.setenv("KA_BATCH_HEAVY", "first")
+    with pytest.raises(ValueError, match="KA_BATCH_HEAVY.*not 'first'"):
+        weight.policy()
+
+
+def test_heavy_jobs_run_last_on_fewer_seats_and_their_reports_say_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[tuple[str, str, str]] = []
+
+    def verify(job: VerifyJob, options: VerifyOptions, *, build: BuildResult | None, env: dict[str, str],
+               stop_at: float | None = None, zygotes: Any = None, alone_because: str | None = None) -> dict[str, Any]:
+        started.append((job.key, env["KA_GPU_SEATS"], alone_because or env["KA_GPU_GATE_MODE"]))
+        return {"status": "passed"}
+
+    monkeypatch.setattr(workers, "verify_one", verify)
+    monkeypatch.delenv("KA_GPU_GATE_MODE", raising=False)
+    monkeypatch.setenv("KA_GPU_SEATS", "6")
+    jobs = [job(k, kernel=HONEST + f"# {k}\n") for k in ("h1", "a", "h2", "b", "x")]
+    heavy = {"h1": "self-tuning: calls torch.compile", "h2": "large-output: 1.07 GB of outputs", "x": "self-tuning: x"}
+    batch = LocalBatch(jobs, VerifyOptions(), gpus=["0"], compile_workers=1, cache=None, slots=1, exclusive={"x"},
+                       heavy=heavy)
+    reports: dict[str, dict[str, Any]] = {}
+    batch.run(lambda f: reports.__setitem__(f.job.key, f.report))
+    seats = str(weight.HEAVY_SEATS)
+    assert started == [("x", seats, workers.STOPPED_BEFORE), ("a", "6", "shared"), ("b", "6", "shared"),
+                       ("h1", seats, "shared"), ("h2", seats, "shared")]
+    assert {k: r["batch"].get("heavy") for k, r in reports.items()} == {"x": heavy["x"], "a": None, "b": None,
+                                                                        "h1": heavy["h1"], "h2": heavy["h2"]}
+    assert workers.heavy_environment({"KA_GPU_SEATS": "1"}, "self-tuning") == {"KA_GPU_SEATS": "1"}
+    assert workers.heavy_environment({}, "self-tuning") == {"KA_GPU_SEATS": seats}
+
+
+@pytest.mark.parametrize("policy", ["mixed", "last"])
+def test_the_pipeline_weighs_only_under_the_last_policy_and_hands_the_heavy_on(
+        monkeypatch: pytest.MonkeyPatch, policy: str) -> None:
+    seen: dict[str, Any] = {}
+
+    class Batch:
+        def __init__(self, jobs: list[VerifyJob], options: VerifyOptions, **kwargs: Any) -> None:
+            seen.update(kwargs)
+            self.stopped: list[workers.Stopped] = []
+
+        def run(self, on_finished: Any) -> None:
+            pass
+
+    monkeypatch.setattr(workers, "LocalBatch", Batch)
+    monkeypatch.setattr(weight, "task_output_bytes", lambda jobs, python, on_error=None: {
+        task_of(j): 2**30 for j in jobs if j.key == "big"})
+    lines: list[str] = []
+    jobs = [job("a"), job("big", task=TASK + "# big\n"), job("c", kernel=COMPILING["a call"])]
+    verify_jobs(jobs, VerifyOptions(device="cpu"), lambda j, r: None, gpus=1, build_cache=False, heavy=policy,
+                log=lines.append)
+    if policy == "mixed":
+        assert seen["heavy"] == {} and lines == []
+    else:
+        assert seen["heavy"] == {"big": "large-output: 1.07 GB of outputs", "c": "self-tuning: calls torch.compile"}
+        assert lines and lines[0].startswith("weighed 3 kernels in ") and "2 heavy, verified last" in lines[0]
+
+
+def test_a_ray_verification_of_a_heavy_kernel_takes_fewer_seats_and_says_why(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from test_verify_batch import TOOLCHAIN
+
+    from verify.batch import ray_backend
+
+    def verified(*args: Any, env: dict[str, str], **kwargs: Any) -> dict[str, Any]:
+        return {"status": "passed", "seats": env["KA_GPU_SEATS"]}
+
+    monkeypatch.setattr(ray_backend, "verify_one", verified)
+    result = ray_backend._verify_task(job("a"), VerifyOptions(device="cpu"), str(tmp_path), TOOLCHAIN, None,
+                                      ("b1", "k" * 64), None, False, "self-tuning: calls torch.compile")
+    assert isinstance(result, workers.Finished)
+    assert result.report["seats"] == str(weight.HEAVY_SEATS)
+    assert result.report["batch"]["heavy"] == "self-tuning: calls torch.compile"
