@@ -83,8 +83,9 @@ def verify_jobs(
             earlier batch stopped: heavy verifications that share a GPU can all finish late, so under a hard limit
             a resumed batch could otherwise stop the same kernels again and again).
         on_stopped: batch only: told about each kernel ``stop_after_s`` stopped (``verify.batch.workers.Stopped``).
-        heavy: batch only: where heavy kernels go (``verify.batch.weight``): ``mixed`` (in plan order) or ``last``
-            (after the light ones, fewer at once on a GPU); default ``KA_BATCH_HEAVY``, else ``BATCH_HEAVY``.
+        heavy: batch only: where heavy kernels go (``verify.batch.weight``): ``mixed`` (in plan order), ``first``
+            or ``last`` (before or after the light ones, fewer at once on a GPU); default ``KA_BATCH_HEAVY``, else
+            ``BATCH_HEAVY``.
         log: batch only: told one-line notes on the batch's set-up (how many kernels were weighed heavy).
 
     Returns:
@@ -149,7 +150,9 @@ def _verify_batch(
     summary: dict[str, int] = {}
     if not plan.todo:
         return summary
-    heavy_keys = weigh_for_batch(plan.todo, options.python, policy(heavy), log)
+    where = policy(heavy)
+    heavy_keys = weigh_for_batch(plan.todo, options.python, where, log)
+    where = "first" if where == "first" else "last"
     use_cache = build_cache is not False and not options.static_only
     root = Path(default_root() if build_cache in (None, True) else str(build_cache))
     toolchain = detect_toolchain(options.python, arch) if use_cache or ray else None
@@ -170,13 +173,13 @@ def _verify_batch(
         stopped = run_ray_batch(plan.todo, options, finished, address=ray, cache_root=root, toolchain=toolchain,
                                 build=use_cache, init=ray_init, deadline=deadline, stop_at=stop_at,
                                 slots=slots_per_gpu or default_slots(ray=True), exclusive=exclusive,
-                                heavy=heavy_keys)
+                                heavy=heavy_keys, heavy_where=where)
     else:
         gpu_ids = parse_gpus(gpus)
         cache = BuildCache(root, toolchain) if use_cache and toolchain is not None else None
         batch = LocalBatch(plan.todo, options, gpus=gpu_ids, compile_workers=compile_workers, cache=cache,
                            deadline=deadline, stop_at=stop_at, slots=slots_per_gpu, exclusive=exclusive,
-                           heavy=heavy_keys)
+                           heavy=heavy_keys, heavy_where=where)
         batch.run(finished)
         stopped = batch.stopped
     if on_stopped is not None:

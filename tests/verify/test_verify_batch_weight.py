@@ -111,38 +111,76 @@ def test_the_policy_comes_from_the_argument_then_the_environment_and_a_bad_one_i
     assert weight.policy() == weight.BATCH_HEAVY
     monkeypatch.setenv("KA_BATCH_HEAVY", "last")
     assert weight.policy() == "last" and weight.policy("mixed") == "mixed"
-    monkeypatch.setenv("KA_BATCH_HEAVY", "first")
-    with pytest.raises(ValueError, match="KA_BATCH_HEAVY.*not 'first'"):
+    monkeypatch.setenv("KA_BATCH_HEAVY", "middle")
+    with pytest.raises(ValueError, match="KA_BATCH_HEAVY.*not 'middle'"):
         weight.policy()
 
 
-def test_heavy_jobs_run_last_on_fewer_seats_and_their_reports_say_why(monkeypatch: pytest.MonkeyPatch) -> None:
-    started: list[tuple[str, str, str]] = []
+def test_heavy_jobs_go_first_or_last_and_their_reports_say_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[tuple[str, str]] = []
 
     def verify(job: VerifyJob, options: VerifyOptions, *, build: BuildResult | None, env: dict[str, str],
                stop_at: float | None = None, zygotes: Any = None, alone_because: str | None = None) -> dict[str, Any]:
-        started.append((job.key, env["KA_GPU_SEATS"], alone_because or env["KA_GPU_GATE_MODE"]))
+        started.append((job.key, alone_because or env["KA_GPU_GATE_MODE"]))
         return {"status": "passed"}
 
     monkeypatch.setattr(workers, "verify_one", verify)
     monkeypatch.delenv("KA_GPU_GATE_MODE", raising=False)
-    monkeypatch.setenv("KA_GPU_SEATS", "6")
     jobs = [job(k, kernel=HONEST + f"# {k}\n") for k in ("h1", "a", "h2", "b", "x")]
     heavy = {"h1": "self-tuning: calls torch.compile", "h2": "large-output: 1.07 GB of outputs", "x": "self-tuning: x"}
-    batch = LocalBatch(jobs, VerifyOptions(), gpus=["0"], compile_workers=1, cache=None, slots=1, exclusive={"x"},
-                       heavy=heavy)
-    reports: dict[str, dict[str, Any]] = {}
-    batch.run(lambda f: reports.__setitem__(f.job.key, f.report))
-    seats = str(weight.HEAVY_SEATS)
-    assert started == [("x", seats, workers.STOPPED_BEFORE), ("a", "6", "shared"), ("b", "6", "shared"),
-                       ("h1", seats, "shared"), ("h2", seats, "shared")]
-    assert {k: r["batch"].get("heavy") for k, r in reports.items()} == {"x": heavy["x"], "a": None, "b": None,
-                                                                        "h1": heavy["h1"], "h2": heavy["h2"]}
-    assert workers.heavy_environment({"KA_GPU_SEATS": "1"}, "self-tuning") == {"KA_GPU_SEATS": "1"}
-    assert workers.heavy_environment({}, "self-tuning") == {"KA_GPU_SEATS": seats}
+    for where, order in (("last", ["x", "a", "b", "h1", "h2"]), ("first", ["x", "h1", "h2", "a", "b"])):
+        started.clear()
+        batch = LocalBatch(jobs, VerifyOptions(), gpus=["0"], compile_workers=1, cache=None, slots=1, exclusive={"x"},
+                           heavy=heavy, heavy_where=where)
+        reports: dict[str, dict[str, Any]] = {}
+        batch.run(lambda f, into=reports: into.__setitem__(f.job.key, f.report))
+        assert [key for key, _ in started] == order
+        assert started[0] == ("x", workers.STOPPED_BEFORE) and {how for _, how in started[1:]} == {"shared"}
+        assert {k: r["batch"].get("heavy") for k, r in reports.items()} == {
+            "x": heavy["x"], "a": None, "b": None, "h1": heavy["h1"], "h2": heavy["h2"]}
+    with pytest.raises(ValueError, match="first or last, not 'middle'"):
+        weight.heavy_order(jobs, heavy, where="middle")
 
 
-@pytest.mark.parametrize("policy", ["mixed", "last"])
+@pytest.mark.parametrize("where", ["first", "last"])
+def test_a_gpu_runs_at_most_heavy_seats_heavy_kernels_at_once_and_light_ones_go_past_the_waiting(
+        monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    import threading
+
+    lock = threading.Lock()
+    running: dict[str, set[str]] = {"0": set(), "1": set()}
+    most: dict[str, int] = {"0": 0, "1": 0}
+    light_beside_full = []
+
+    def verify(job: VerifyJob, options: VerifyOptions, *, build: BuildResult | None, env: dict[str, str],
+               stop_at: float | None = None, zygotes: Any = None, alone_because: str | None = None) -> dict[str, Any]:
+        gpu = env["KA_GPU_GATE"].rsplit("gpu-", 1)[1].split(".")[0]
+        with lock:
+            heavy_now = {k for k in running[gpu] if k.startswith("h")}
+            if job.key.startswith("h"):
+                most[gpu] = max(most[gpu], len(heavy_now) + 1)
+            elif len(heavy_now) >= weight.HEAVY_SEATS:
+                light_beside_full.append(job.key)
+            running[gpu].add(job.key)
+        time.sleep(0.15 if job.key.startswith("h") else 0.03)
+        with lock:
+            running[gpu].discard(job.key)
+        return {"status": "passed"}
+
+    monkeypatch.setattr(workers, "verify_one", verify)
+    keys = [f"h{i}" for i in range(6)] + [f"l{i}" for i in range(10)]
+    jobs = [job(k, kernel=HONEST + f"# {k}\n") for k in keys]
+    batch = LocalBatch(jobs, VerifyOptions(device="cpu"), gpus=["0", "1"], compile_workers=1, cache=None, slots=4,
+                       heavy={k: "self-tuning: test" for k in keys if k.startswith("h")}, heavy_where=where)
+    got: list[str] = []
+    batch.run(lambda f: got.append(f.job.key))
+    assert sorted(got) == sorted(keys) and max(most.values()) == weight.HEAVY_SEATS
+    # Heavy ones first: with two of them running, a slot takes a light one instead of waiting for a third's turn.
+    assert bool(light_beside_full) is (where == "first")
+    assert all(count == 0 for count in batch._heavy_running.values())
+
+
+@pytest.mark.parametrize("policy", ["mixed", "first", "last"])
 def test_the_pipeline_weighs_only_under_the_last_policy_and_hands_the_heavy_on(
         monkeypatch: pytest.MonkeyPatch, policy: str) -> None:
     seen: dict[str, Any] = {}
@@ -166,21 +204,23 @@ def test_the_pipeline_weighs_only_under_the_last_policy_and_hands_the_heavy_on(
         assert seen["heavy"] == {} and lines == []
     else:
         assert seen["heavy"] == {"big": "large-output: 1.07 GB of outputs", "c": "self-tuning: calls torch.compile"}
-        assert lines and lines[0].startswith("weighed 3 kernels in ") and "2 heavy, verified last" in lines[0]
+        assert seen["heavy_where"] == policy
+        assert lines and lines[0].startswith("weighed 3 kernels in ") and f"2 heavy, verified {policy}" in lines[0]
 
 
-def test_a_ray_verification_of_a_heavy_kernel_takes_fewer_seats_and_says_why(
+def test_a_ray_verification_of_a_heavy_kernel_says_why_and_ray_submits_past_capped_heavy_ones(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from test_verify_batch import TOOLCHAIN
 
     from verify.batch import ray_backend
 
-    def verified(*args: Any, env: dict[str, str], **kwargs: Any) -> dict[str, Any]:
-        return {"status": "passed", "seats": env["KA_GPU_SEATS"]}
-
-    monkeypatch.setattr(ray_backend, "verify_one", verified)
+    monkeypatch.setattr(ray_backend, "verify_one", lambda *args, **kwargs: {"status": "passed"})
     result = ray_backend._verify_task(job("a"), VerifyOptions(device="cpu"), str(tmp_path), TOOLCHAIN, None,
                                       ("b1", "k" * 64), None, False, "self-tuning: calls torch.compile")
     assert isinstance(result, workers.Finished)
-    assert result.report["seats"] == str(weight.HEAVY_SEATS)
     assert result.report["batch"]["heavy"] == "self-tuning: calls torch.compile"
+    h1, h2, h3, a = (job(k) for k in ("h1", "h2", "h3", "a"))
+    queue = [(h3, None), (a, None)]
+    assert ray_backend._next_allowed(queue, [h1], {"h1", "h2", "h3"}, 2) == 0
+    assert ray_backend._next_allowed(queue, [h1, h2], {"h1", "h2", "h3"}, 2) == 1
+    assert ray_backend._next_allowed(queue[:1], [h1, h2], {"h1", "h2", "h3"}, 2) is None

@@ -28,12 +28,12 @@ import tarfile
 import tempfile
 import time
 from collections import deque
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from verify.batch.build_cache import MARKER, BuildCache, BuildResult, Toolchain
-from verify.batch.weight import heavy_last
+from verify.batch.weight import HEAVY_SEATS, heavy_order
 from verify.batch.workers import (
     SLOTS_PER_GPU,
     STOPPED_BEFORE,
@@ -41,7 +41,6 @@ from verify.batch.workers import (
     Stopped,
     batch_record,
     gate_environment,
-    heavy_environment,
     verify_one,
 )
 from verify.batch.zygotes import SlotZygotes, slot_zygotes_enabled
@@ -147,7 +146,7 @@ def _verify_task(job: VerifyJob, options: VerifyOptions, root: str, toolchain: T
     batch_id, key = batch
     folder = Path(root) / "batches" / f"ka-batch-{batch_id}"
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    env = heavy_environment(env | gate_environment(str(folder), key, gpu), heavy)
+    env |= gate_environment(str(folder), key, gpu)
     t0 = time.monotonic()
     try:
         report = verify_one(job, options, build=build, env=env, stop_at=stop_at,
@@ -172,6 +171,21 @@ def _slots(resources: dict[str, float], device: str, per_gpu: int = SLOTS_PER_GP
     return max(1, int(resources.get("CPU", 1)))
 
 
+def _next_allowed(queue: Iterable[tuple[VerifyJob, Any]], running: Iterable[VerifyJob], capped: Collection[str],
+                  cap: int) -> int | None:
+    """Where in ``queue`` the next job to submit is: the first one, passing over the jobs keyed in ``capped`` while
+    ``cap`` of them are ``running``; None when only those are left.
+
+    Example:
+        >>> from verify.jobs import VerifyJob
+        >>> a, b, c = (VerifyJob(key=k, task_code="t", kernel_code=k, form="model-new") for k in "abc")
+        >>> _next_allowed([(a, None), (b, None)], [c], {"a", "c"}, 1), _next_allowed([(a, None)], [c], {"a", "c"}, 1)
+        (1, None)
+    """
+    full = sum(job.key in capped for job in running) >= cap
+    return next((at for at, (job, _) in enumerate(queue) if not (full and job.key in capped)), None)
+
+
 def _node() -> str:
     import socket
 
@@ -182,7 +196,8 @@ def run_ray_batch(jobs: list[VerifyJob], options: VerifyOptions, on_finished: Ca
                   address: str, cache_root: str | os.PathLike[str], toolchain: Toolchain, build: bool = True,
                   init: dict[str, Any] | None = None, deadline: float | None = None,
                   stop_at: float | None = None, slots: int = SLOTS_PER_GPU,
-                  exclusive: Collection[str] = (), heavy: Mapping[str, str] | None = None) -> list[Stopped]:
+                  exclusive: Collection[str] = (), heavy: Mapping[str, str] | None = None,
+                  heavy_where: str = "last") -> list[Stopped]:
     """Verify ``jobs`` on the Ray cluster at ``address`` (``local``: a Ray started here).
 
     Builds are all submitted at once (a CPU node builds ahead of the GPUs); verifications only as GPU slots
@@ -190,8 +205,8 @@ def run_ray_batch(jobs: list[VerifyJob], options: VerifyOptions, on_finished: Ca
     needed are cancelled and the call returns when the running verifications end, as the local batch does.
     With ``stop_at`` (a ``time.time()``; the nodes' clocks are assumed in step) the verifications still
     running then stop on their nodes and are not reported; the call returns them. The jobs keyed in ``exclusive``
-    are submitted first and hold their GPU alone throughout, those keyed in ``heavy`` last, at most ``HEAVY_SEATS`` of
-them on a GPU at once (``verify.batch.workers.LocalBatch``).
+    are submitted first and hold their GPU alone throughout, those keyed in ``heavy`` before or after the others
+(``heavy_where``), at most ``HEAVY_SEATS`` a cluster GPU in flight at once (``verify.batch.workers.LocalBatch``).
     """
     import ray
 
@@ -208,12 +223,13 @@ them on a GPU at once (``verify.batch.workers.LocalBatch``).
         verify_remote = ray.remote(max_retries=0, **gpu_resources)(_verify_task)
         exclusive = frozenset(exclusive)
         heavy = dict(heavy or {})
-        jobs = heavy_last(jobs, heavy, first=exclusive)
+        jobs = heavy_order(jobs, heavy, where=heavy_where, first=exclusive)
         cache = BuildCache(root, toolchain)
         # A job with nothing to build (``build_cache.needs_build``) takes no build task: its GPU task may start at once.
         builds = [None if not build else (unneeded, None) if (unneeded := cache.unneeded(job)) is not None
                   else build_remote.remote(job, options, root, toolchain) for job in jobs]
         window = 2 * _slots(ray.cluster_resources(), options.device, slots)
+        heavy_cap = HEAVY_SEATS * max(1, int(ray.cluster_resources().get("GPU", 0)))
         queue = deque(zip(jobs, builds, strict=True))
         pending: dict[Any, VerifyJob] = {}
         while queue or pending:
@@ -223,7 +239,10 @@ them on a GPU at once (``verify.batch.workers.LocalBatch``).
                         ray.cancel(built_ref)
                 queue.clear()
             while queue and len(pending) < window:
-                job, built_ref = queue.popleft()
+                if (at := _next_allowed(queue, pending.values(), heavy.keys() - exclusive, heavy_cap)) is None:
+                    break
+                job, built_ref = queue[at]
+                del queue[at]
                 pending[verify_remote.remote(job, options, root, toolchain, built_ref, batch, stop_at,
                                              job.key in exclusive, heavy.get(job.key))] = job
             if not pending:

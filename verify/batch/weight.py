@@ -5,16 +5,16 @@ untimed work already running. Most pieces last milliseconds; a heavy kernel's la
 a candidate that compiles itself (``torch.compile``: its first call compiles and autotunes for 5-14 s) or a task
 whose outputs run to gigabytes (each trial, reference and comparison moves them). In session 42 two such kernels
 tripled every other seat's hold (``docs/verify-batch.md``). ``HEAVY_RULES`` says what makes a kernel heavy;
-with the ``last`` policy (``--heavy last``, ``KA_BATCH_HEAVY``) a batch verifies its heavy kernels after every light
-one, at most ``HEAVY_SEATS`` of them on a GPU at once. Scheduling only: a heavy kernel gets the same checks and
-report as any other (its report's ``batch.heavy`` says why it went last).
+with the ``first`` or ``last`` policy (``--heavy``, ``KA_BATCH_HEAVY``) a batch verifies its heavy kernels before or
+after every light one, at most ``HEAVY_SEATS`` of them on a GPU at once. Scheduling only: a heavy kernel gets the
+same checks and report as any other (its report's ``batch.heavy`` says why it was weighed heavy).
 
 Example:
     >>> from verify.jobs import VerifyJob
     >>> jobs = [VerifyJob(key=k, task_code="t", kernel_code=c, form="model-new") for k, c in
     ...         [("a", "x = 1"), ("b", "import torch\\nf = torch.compile(g)"), ("c", "y = 2")]]
     >>> heavy = self_tuning(jobs)
-    >>> heavy, [j.key for j in heavy_last(jobs, heavy)]
+    >>> heavy, [j.key for j in heavy_order(jobs, heavy)]
     ({'b': 'self-tuning: calls torch.compile'}, ['a', 'c', 'b'])
 """
 
@@ -36,15 +36,21 @@ from verify.batch.plan import task_of
 if TYPE_CHECKING:
     from verify.jobs import VerifyJob
 
-HEAVY_POLICIES: tuple[str, ...] = ("mixed", "last")
-"""``mixed``: heavy kernels take their place in the plan like any other. ``last``: after every light one."""
+HEAVY_POLICIES: tuple[str, ...] = ("mixed", "first", "last")
+"""``mixed``: heavy kernels take their place in the plan like any other. ``first``: before every light one, so the
+longest verifications start at once. ``last``: after every light one. Under ``first`` and ``last`` at most
+``HEAVY_SEATS`` heavy kernels run on a GPU at once."""
 
 BATCH_HEAVY = "mixed"
-"""The batch's default policy; ``KA_BATCH_HEAVY`` or ``--heavy`` overrides it."""
+"""The batch's default policy; ``KA_BATCH_HEAVY`` or ``--heavy`` overrides it. On the bench's sample of 40 (session 43,
+one H200) ``last`` finished 30 kernels in 111 s against 270 s, and the 40th at 401 s against 309 s: a batch ends with
+its longest verification, which ``last`` starts late."""
 
 HEAVY_SEATS = 2
-"""Heavy kernels holding one GPU's gate at once under the ``last`` policy (``KA_GPU_SEATS`` for their scripts):
-heavy pieces stall each other's timed work as they stall light kernels', so fewer share a GPU."""
+"""Heavy kernels running on one GPU at once under ``first`` and ``last``: a batch slot takes a heavy kernel only while
+fewer run on its GPU (``verify.batch.workers.LocalBatch``), because heavy pieces stall each other's timed work as they
+stall light kernels'. (Session 43's first version gave heavy scripts ``KA_GPU_SEATS=2`` instead, so they took only the
+GPU's first two seat files, the ones light kernels take first too: level 2 task 34 waited 78 s for one.)"""
 
 HEAVY_OUTPUT_BYTES = 512 * 2**20
 """Outputs (in the task's own dtype) from which a task is heavy. Of the CUDA-L1 H100 file's 210 tasks, 21 reach it
@@ -201,29 +207,36 @@ def weigh(jobs: Collection[VerifyJob], python: str = sys.executable, *,
     return heavy
 
 
-def heavy_last(jobs: list[VerifyJob], heavy: Collection[str], first: Collection[str] = ()) -> list[VerifyJob]:
-    """``jobs`` with those keyed in ``first`` at the front and the ``heavy`` ones (not in ``first``) at the back,
-    each group in its own order.
+def heavy_order(jobs: list[VerifyJob], heavy: Collection[str], *, where: str = "last",
+                first: Collection[str] = ()) -> list[VerifyJob]:
+    """``jobs`` with those keyed in ``first`` at the front, then the ``heavy`` ones (not in ``first``) before the
+    others (``where="first"``) or after them (``"last"``), each group in its own order.
 
     Example:
         >>> from verify.jobs import VerifyJob
         >>> jobs = [VerifyJob(key=k, task_code="t", kernel_code=k, form="model-new") for k in "abcd"]
-        >>> [j.key for j in heavy_last(jobs, {"a", "c"}, first={"c"})]
-        ['c', 'b', 'd', 'a']
+        >>> [j.key for j in heavy_order(jobs, {"a", "c"}, first={"c"})], [j.key for j in heavy_order(jobs, {"d"},
+        ...                                                                                           where="first")]
+        (['c', 'b', 'd', 'a'], ['d', 'a', 'b', 'c'])
     """
-    return sorted(jobs, key=lambda job: 0 if job.key in first else 2 if job.key in heavy else 1)
+    if where not in ("first", "last"):
+        raise ValueError(f"heavy kernels go first or last, not {where!r}")
+    heavy_rank = 1 if where == "first" else 3
+    return sorted(jobs, key=lambda job: 0 if job.key in first else heavy_rank if job.key in heavy else 2)
 
 
 def weigh_for_batch(jobs: list[VerifyJob], python: str, chosen: str | None = None,
                     log: Callable[[str], None] | None = None) -> dict[str, str]:
-    """The heavy jobs a batch should put last under ``policy(chosen)`` (none under ``mixed``), logging a summary."""
-    if policy(chosen) != "last":
+    """The heavy jobs a batch should put first or last under ``policy(chosen)`` (none under ``mixed``), logging a
+    summary."""
+    chosen = policy(chosen)
+    if chosen == "mixed":
         return {}
     t0 = time.monotonic()
     errors: list[str] = []
     sizes = task_output_bytes(jobs, python, on_error=lambda task, why: errors.append(f"{task}: {why}"))
     heavy = weigh(jobs, python, sizes=sizes)
     if log is not None:
-        log(f"weighed {len(jobs)} kernels in {time.monotonic() - t0:.1f} s: {len(heavy)} heavy, verified last"
+        log(f"weighed {len(jobs)} kernels in {time.monotonic() - t0:.1f} s: {len(heavy)} heavy, verified {chosen}"
             + (f"; {len(errors)} tasks not sized ({errors[0]}{', ...' if len(errors) > 1 else ''})" if errors else ""))
     return heavy

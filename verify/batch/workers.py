@@ -13,8 +13,8 @@ baseline folder, so a task's baselines are measured once per GPU (``verify.harne
 the script's isolation (trusted child, candidate children, parent judging) is exactly the single kernel's.
 The jobs named ``exclusive`` (kernels an earlier batch stopped at its hard limit) go first and hold their GPU
 alone throughout, whatever the batch's mode: heavy verifications sharing one GPU can all finish late, and under a
-hard limit none might ever finish (``Stopped``). The jobs named ``heavy`` (``verify.batch.weight``) go last, at most
-``HEAVY_SEATS`` of them on a GPU at once. A script killed by a signal while sharing its GPU is run once more,
+hard limit none might ever finish (``Stopped``). The jobs named ``heavy`` (``verify.batch.weight``) go first or last
+(``heavy_where``), and a slot takes one only while fewer than ``HEAVY_SEATS`` of them run on its GPU. A script killed by a signal while sharing its GPU is run once more,
 alone (``verify_one``).
 Reports come back to the calling thread, which hands each to ``on_result`` as it arrives (the archive write
 happens there, one at a time).
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from verify.batch.build_cache import BuildCache, BuildResult, build_niceness, stop_prebuilds
-from verify.batch.weight import HEAVY_SEATS, heavy_last
+from verify.batch.weight import HEAVY_SEATS, heavy_order
 from verify.batch.zygotes import SlotZygotes
 from verify.harness.gate import parse_seats
 from verify.runner import BatchStopped, ScriptKilled, VerifyError, VerifyOptions, verify_code
@@ -259,24 +259,11 @@ def verify_one(job: VerifyJob, options: VerifyOptions, *, build: BuildResult | N
 
 def batch_record(build: BuildResult | None, gpu: str, seconds: float, heavy: str | None = None) -> dict[str, Any]:
     """What the batch adds to a report under ``batch``: the GPU, the build's state and seconds, and why the kernel
-    went last (``heavy``, ``verify.batch.weight``) if it did."""
+    was weighed heavy (``heavy``, ``verify.batch.weight``) if it was."""
     record = {"gpu": gpu, "seconds": round(seconds, 3),
               "build": None if build is None else {"state": build.state, "seconds": round(build.seconds, 3),
                                                    "key": build.key, "error": build.error}}
     return record | ({"heavy": heavy} if heavy else {})
-
-
-def heavy_environment(env: dict[str, str], heavy: str | None) -> dict[str, str]:
-    """``env`` for a heavy kernel's script: at most ``HEAVY_SEATS`` of its GPU's seats (``verify.batch.weight``).
-
-    Example:
-        >>> heavy_environment({"KA_GPU_SEATS": "6"}, "large-output: 4.29 GB of outputs")
-        {'KA_GPU_SEATS': '2'}
-    """
-    if not heavy:
-        return env
-    seats = parse_seats(env.get("KA_GPU_SEATS"))
-    return env | {"KA_GPU_SEATS": str(min(seats, HEAVY_SEATS) if seats else HEAVY_SEATS)}
 
 
 class LocalBatch:
@@ -285,14 +272,15 @@ class LocalBatch:
     def __init__(self, jobs: list[VerifyJob], options: VerifyOptions, *, gpus: list[str],
                  compile_workers: int | None = None, cache: BuildCache | None, deadline: float | None = None,
                  stop_at: float | None = None, slots: int | None = None, exclusive: Collection[str] = (),
-                 heavy: Mapping[str, str] | None = None) -> None:
+                 heavy: Mapping[str, str] | None = None, heavy_where: str = "last") -> None:
         self.slots = max(1, slots or default_slots(len(gpus)))
         self.seats = gpu_seats(len(gpus))
         self._gates = tempfile.TemporaryDirectory(prefix="ka-gpu-gates-")
         self._baseline_key = secrets.token_hex(32)
         self.exclusive = frozenset(exclusive)
         self.heavy = dict(heavy or {})
-        self.jobs = heavy_last(jobs, self.heavy, first=self.exclusive)
+        self.jobs = heavy_order(jobs, self.heavy, where=heavy_where, first=self.exclusive)
+        self._heavy_running = dict.fromkeys(gpus, 0)
         self.options = options
         self.gpus = gpus
         self.compile_workers = max(1, compile_workers or default_compile_workers(len(gpus), min(self.slots, self.seats)))
@@ -308,15 +296,23 @@ class LocalBatch:
         self.stop_at = stop_at
         self.stopped: list[Stopped] = []
 
-    def _next_job(self) -> VerifyJob | None:
-        """The first job (plan order) whose build is over; waits for one; None when all are taken."""
+    def _capped(self, job: VerifyJob) -> bool:
+        """Whether ``job`` counts against its GPU's ``HEAVY_SEATS`` (heavy, and not alone on its GPU anyway)."""
+        return job.key in self.heavy and job.key not in self.exclusive
+
+    def _next_job(self, gpu: str) -> VerifyJob | None:
+        """The first job (plan order) whose build is over and, if heavy, that ``gpu`` has room for; waits for one;
+        None when all are taken."""
         with self._cond:
             while not self._stop.is_set():
                 if not self._pending or (self.deadline is not None and time.monotonic() >= self.deadline):
                     return None
+                full = self._heavy_running[gpu] >= HEAVY_SEATS
                 for i, job in enumerate(self._pending):
                     future = self._builds.get(job.key)
-                    if future is None or future.done():
+                    if (future is None or future.done()) and not (full and self._capped(job)):
+                        if self._capped(job):
+                            self._heavy_running[gpu] += 1
                         return self._pending.pop(i)
                 self._cond.wait(timeout=1.0 if self.deadline is None else
                                 max(0.01, min(1.0, self.deadline - time.monotonic())))
@@ -330,26 +326,33 @@ class LocalBatch:
         try:
             # Closed before this slot says it is done: the batch's end then finds its zygote waited for.
             with contextlib.closing(SlotZygotes(self.options.python, env)) as zygotes:
-                while (job := self._next_job()) is not None:
+                while (job := self._next_job(gpu)) is not None:
                     future = self._builds.get(job.key)
                     build = future.result() if future is not None and future.exception() is None else None
                     alone = job.key in self.exclusive
                     heavy = self.heavy.get(job.key)
                     t0 = time.monotonic()
                     try:
-                        report = verify_one(job, self.options, build=build, env=heavy_environment(env, heavy),
-                                            stop_at=self.stop_at,
+                        report = verify_one(job, self.options, build=build, env=env, stop_at=self.stop_at,
                                             zygotes=zygotes, alone_because=STOPPED_BEFORE if alone else None)
                     except BatchStopped as stop:
                         self.stopped.append(Stopped(job, gpu, time.monotonic() - t0, alone, tuple(stop.marks),
                                                     stop.origin))
                         break
+                    finally:
+                        self._ended(job, gpu)
                     seconds = time.monotonic() - t0
                     report["batch"] = batch_record(build, gpu, seconds, heavy)
                     self._results.put(Finished(job, report, build, gpu, seconds))
             self._results.put(None)
         except BaseException as error:
             self._results.put(error)
+
+    def _ended(self, job: VerifyJob, gpu: str) -> None:
+        if self._capped(job):
+            with self._cond:
+                self._heavy_running[gpu] -= 1
+                self._cond.notify_all()
 
     def _built(self, _: Future[BuildResult]) -> None:
         with self._cond:

@@ -116,11 +116,12 @@ def verify(
     ] = None,
     heavy: Annotated[
         Heavy | None, typer.Option("--heavy",
-                                 help="Batch: 'last' verifies heavy kernels (candidates that call torch.compile, "
-                                      f"tasks with {HEAVY_OUTPUT_BYTES // 2**20} MiB of outputs or more) after the "
-                                      f"light ones, {HEAVY_SEATS} at a time on a GPU; 'mixed' keeps them in place "
-                                      f"(default: KA_BATCH_HEAVY, else {BATCH_HEAVY}). Verdicts are the same either "
-                                      "way.")] = None,
+                                 help="Batch: where heavy kernels go (candidates that call torch.compile, tasks with "
+                                      f"{HEAVY_OUTPUT_BYTES // 2**20} MiB of outputs or more): 'first' or 'last', "
+                                      f"before or after the light ones, {HEAVY_SEATS} at a time on a GPU; 'mixed' "
+                                      f"keeps them in place (default: KA_BATCH_HEAVY, else {BATCH_HEAVY}). 'last' "
+                                      "gives most results sooner and the last one later (docs/verify-batch.md). "
+                                      "Verdicts are the same either way.")] = None,
     trials: Annotated[int, typer.Option("--trials", min=1, help="Correctness trials (fresh seeds).")] = 5,
     static_only: Annotated[bool, typer.Option("--static-only", help="Only the checks that need no GPU.")] = False,
     untrusted_ok: Annotated[
