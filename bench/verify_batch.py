@@ -22,8 +22,8 @@ long batch's fill and drain (``steady_rate``).
 ``--gate-mode`` picks how verifications share a GPU (``verify.harness.gate``); ``gate_held_share_cold`` is the
 share of the cold pass a GPU's gate was held at all, ``gpu_alone_share_cold`` held alone (timed work, or the
 whole hold in the exclusive mode), averaged over the GPUs (``verify.batch.stats.gpu_occupancy``).
-``--heavy last`` verifies the heavy kernels (``verify.batch.weight``) after the light ones (``heavy_policy`` says
-which policy ran; ``heavy_finished_cold`` lists the heavy kernels the cold pass finished).
+``--heavy first`` or ``--heavy last`` verifies the heavy kernels (``verify.batch.weight``) before or after the light
+ones (``heavy_policy`` says which policy ran; ``heavy_finished_cold`` lists the heavy kernels the cold pass finished).
 ``alone_wait_mean_s_cold`` and ``alone_wait_median_s_cold``: how long a kernel waited in all for the GPU alone
 (``verify.batch.stats.alone_waits``), and ``give_way_wait_mean_s_cold`` and ``give_way_wait_median_s_cold``: how long its
 children stood back, in all, for other kernels' timed work (``verify.batch.stats.give_way_waits``). ``alone_wait_total_s_cold``
@@ -592,7 +592,7 @@ def main() -> int:
                         help=f"how verifications share a GPU (default {BATCH_GATE_MODE}; see verify.harness.gate)")
     parser.add_argument("--heavy", choices=HEAVY_POLICIES,
                         help=f"where heavy kernels go (KA_BATCH_HEAVY; default {BATCH_HEAVY}; see verify.batch.weight): "
-                             "'last' verifies them after the light ones")
+                             "'first' or 'last' verifies them before or after the light ones, two at a time on a GPU")
     parser.add_argument("--no-zygote", dest="zygote", action="store_false",
                         help="start each verification's children by exec instead of forking them from its zygote "
                              "(KA_ZYGOTE=0; verify.harness.zygote)")

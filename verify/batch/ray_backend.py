@@ -206,7 +206,7 @@ def run_ray_batch(jobs: list[VerifyJob], options: VerifyOptions, on_finished: Ca
     With ``stop_at`` (a ``time.time()``; the nodes' clocks are assumed in step) the verifications still
     running then stop on their nodes and are not reported; the call returns them. The jobs keyed in ``exclusive``
     are submitted first and hold their GPU alone throughout, those keyed in ``heavy`` before or after the others
-(``heavy_where``), at most ``HEAVY_SEATS`` a cluster GPU in flight at once (``verify.batch.workers.LocalBatch``).
+    (``heavy_where``), at most ``HEAVY_SEATS`` a cluster GPU in flight at once (``verify.batch.workers.LocalBatch``).
     """
     import ray
 

@@ -14,8 +14,8 @@ the script's isolation (trusted child, candidate children, parent judging) is ex
 The jobs named ``exclusive`` (kernels an earlier batch stopped at its hard limit) go first and hold their GPU
 alone throughout, whatever the batch's mode: heavy verifications sharing one GPU can all finish late, and under a
 hard limit none might ever finish (``Stopped``). The jobs named ``heavy`` (``verify.batch.weight``) go first or last
-(``heavy_where``), and a slot takes one only while fewer than ``HEAVY_SEATS`` of them run on its GPU. A script killed by a signal while sharing its GPU is run once more,
-alone (``verify_one``).
+(``heavy_where``), and a slot takes one only while fewer than ``HEAVY_SEATS`` of them run on its GPU. A script
+killed by a signal while sharing its GPU is run once more, alone (``verify_one``).
 Reports come back to the calling thread, which hands each to ``on_result`` as it arrives (the archive write
 happens there, one at a time).
 
