@@ -108,7 +108,7 @@ from verify.batch.stats import (  # noqa: E402
     stopped_record,
     timing_moves,
 )
-from verify.batch.weight import BATCH_HEAVY, HEAVY_POLICIES  # noqa: E402
+from verify.batch.weight import BATCH_HEAVY, HEAVY_POLICIES, HEAVY_SEATS  # noqa: E402
 from verify.batch.weight import policy as heavy_policy  # noqa: E402
 from verify.batch.workers import BATCH_GATE_MODE, Stopped, default_slots, gpu_seats, parse_gpus  # noqa: E402
 from verify.batch.zygotes import (  # noqa: E402
@@ -592,7 +592,7 @@ def main() -> int:
                         help=f"how verifications share a GPU (default {BATCH_GATE_MODE}; see verify.harness.gate)")
     parser.add_argument("--heavy", choices=HEAVY_POLICIES,
                         help=f"where heavy kernels go (KA_BATCH_HEAVY; default {BATCH_HEAVY}; see verify.batch.weight): "
-                             "'first' or 'last' verifies them before or after the light ones, two at a time on a GPU")
+                             f"'first' or 'last' verifies them before or after the light ones, {HEAVY_SEATS} at a time on a GPU")
     parser.add_argument("--no-zygote", dest="zygote", action="store_false",
                         help="start each verification's children by exec instead of forking them from its zygote "
                              "(KA_ZYGOTE=0; verify.harness.zygote)")
