@@ -85,6 +85,15 @@ def test_the_sizing_child_sizes_real_tasks_and_skips_what_does_not_run_on_meta(s
     assert errors["exits"].startswith("SystemExit")
 
 
+def test_the_sizing_child_runs_task_code_without_the_callers_secrets_or_a_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_TOKEN", "hf_secret")
+    peeking = TASK.replace("return [torch.randn(8, 16)]", "import os\n    assert 'HF_TOKEN' not in os.environ, 'saw it'\n"
+                           "    assert not torch.cuda.is_available()\n    return [torch.randn(8, 16)]")
+    errors: dict[str, str] = {}
+    assert weight.task_output_bytes([job("p", task=peeking)], sys.executable, on_error=errors.__setitem__) == {
+        task_of(job("p", task=peeking)): 8 * 16 * 4}, errors
+
+
 def test_a_sizing_child_that_cannot_start_or_overruns_leaves_every_task_light(tmp_path: Path) -> None:
     jobs = [job("a")]
     errors: list[tuple[str, str]] = []

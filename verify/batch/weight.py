@@ -25,6 +25,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from verify.batch.plan import task_of
+from verify.harness.parent import scrubbed_environment
 
 if TYPE_CHECKING:
     from verify.jobs import VerifyJob
@@ -157,11 +159,13 @@ def task_output_bytes(jobs: Collection[VerifyJob], python: str = sys.executable,
     if not tasks:
         return {}
     script = Path(__file__).resolve().parent.parent / "harness" / "sizing.py"
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"}
     lines = "".join(json.dumps({"task": key, "code": code}) + "\n" for key, code in tasks.items())
+    home = tempfile.TemporaryDirectory(prefix="ka-sizing-")
+    # The trusted child's environment (allowlisted, a home of its own), without a GPU: task code sees no tokens.
+    env = scrubbed_environment(dict(os.environ), home.name) | {"CUDA_VISIBLE_DEVICES": ""}
     try:
         done = subprocess.run([python, str(script)], input=lines, capture_output=True, text=True, env=env,
-                              timeout=timeout_s, check=False)
+                              cwd=home.name, timeout=timeout_s, check=False)
         out = done.stdout
         if done.returncode != 0 and on_error is not None:
             on_error("*", f"the sizing child exited with {done.returncode}: {done.stderr.strip()[-300:]}")
@@ -173,6 +177,8 @@ def task_output_bytes(jobs: Collection[VerifyJob], python: str = sys.executable,
         if on_error is not None:
             on_error("*", f"the sizing child did not start: {error}")
         return {}
+    finally:
+        home.cleanup()
     sizes: dict[str, int] = {}
     for line in out.splitlines():
         try:
