@@ -24,6 +24,8 @@ share of the cold pass a GPU's gate was held at all, ``gpu_alone_share_cold`` he
 whole hold in the exclusive mode), averaged over the GPUs (``verify.batch.stats.gpu_occupancy``).
 ``--heavy first`` or ``--heavy last`` verifies the heavy kernels (``verify.batch.weight``) before or after the light
 ones (``heavy_policy`` says which policy ran; ``heavy_finished_cold`` lists the heavy kernels the cold pass finished).
+``finish_s_cold``: seconds from the cold pass's first start until half, three quarters, 90% and all of its finished
+kernels had finished (``finish_times``): how soon the results came, which a rate counted to the last finish hides.
 ``alone_wait_mean_s_cold`` and ``alone_wait_median_s_cold``: how long a kernel waited in all for the GPU alone
 (``verify.batch.stats.alone_waits``), and ``give_way_wait_mean_s_cold`` and ``give_way_wait_median_s_cold``: how long its
 children stood back, in all, for other kernels' timed work (``verify.batch.stats.give_way_waits``). ``alone_wait_total_s_cold``
@@ -350,6 +352,28 @@ def span_rate(reports: list[dict[str, Any]]) -> float | None:
     """
     span = span_s(reports)
     return round(60.0 * len(reports) / span, 3) if span else None
+
+
+def finish_times(reports: list[dict[str, Any]], shares: tuple[float, ...] = (0.5, 0.75, 0.9, 1.0)) -> dict[str, float]:
+    """Seconds from the first report's start until each share of the reports had finished (their own clocks, to
+    the second): how soon a pass's results came, which its rate, counted to the last finish, does not say.
+
+    Example:
+        >>> stamps = [("04:00:00", "04:00:30"), ("04:00:00", "04:00:40"), ("04:00:10", "04:02:00")]
+        >>> finish_times([{"started_at": f"2026-11-28T{a}+00:00", "finished_at": f"2026-11-28T{b}+00:00"}
+        ...               for a, b in stamps], (0.5, 1.0))
+        {'50%': 40.0, '100%': 120.0}
+    """
+    import datetime as dt
+    import math
+
+    stamps = [(dt.datetime.fromisoformat(r["started_at"]), dt.datetime.fromisoformat(r["finished_at"]))
+              for r in reports if r.get("started_at") and r.get("finished_at")]
+    if not stamps:
+        return {}
+    first = min(start for start, _ in stamps)
+    ends = sorted((end - first).total_seconds() for _, end in stamps)
+    return {f"{share:.0%}": ends[max(1, math.ceil(share * len(ends))) - 1] for share in shares}
 
 
 def steady_rate(reports: list[dict[str, Any]], slots: int) -> float | None:
@@ -682,6 +706,7 @@ def main() -> int:
         "kernels_per_min_cold_span": span_rate(list(cold.reports.values())),
         "kernels_per_min_warm_span": span_rate(list(warm.reports.values())) if args.warm else None,
         "kernels_per_min_cold_steady": steady_rate(list(cold.reports.values()), slots * n_gpus),
+        "finish_s_cold": finish_times(list(cold.reports.values())),
         "kernels_per_min_warm_steady": steady_rate(list(warm.reports.values()), slots * n_gpus) if args.warm else None,
         **{f"share_{k}": v for k, v in cold.stats.shares().items() if k != "other"},
         "share_other": cold.stats.shares()["other"],

@@ -53,6 +53,9 @@ def test_the_batch_benchmark_runs_its_passes_and_both_checks_on_cpu(tmp_path: Pa
     assert result["kernels_per_min_cold_span"] > 0 and result["kernels_per_min_warm_span"] > 0
     # Three kernels never outlast the fill of two GPUs' slots.
     assert result["kernels_per_min_cold_steady"] is None and result["kernels_per_min_warm_steady"] is None
+    finish = result["finish_s_cold"]
+    assert list(finish) == ["50%", "75%", "90%", "100%"] and 0 < finish["50%"] <= finish["100%"] < 600
+    assert result["heavy_policy"] == "mixed" and result["heavy_finished_cold"] == []
     assert abs(sum(result[f"share_{k}"] for k in ("compile", "references", "trials", "timing", "other")) - 1) < 1e-3
     # The batch's default gate is shared: each kernel's baselines and timed series had the device alone.
     assert result["gate_mode"] == "shared"
@@ -211,6 +214,16 @@ def test_span_runs_from_the_first_start_to_the_last_finish() -> None:
                {"status": "error"}]
     assert bench.span_s(reports) == 19.0
     assert bench.span_s([{"status": "error"}]) is None
+
+
+def test_finish_times_say_how_soon_each_share_of_a_pass_had_finished() -> None:
+    """Session 43: with the heavy kernels last, 30 of 40 finished in 111 s against 270 s, and the last at 401 s."""
+    bench = load_script("bench/verify_batch.py", "bench_verify_batch")
+    reports = [{"started_at": "2026-11-27T10:00:05+00:00", "finished_at": f"2026-11-27T10:{m:02d}:{s:02d}+00:00"}
+               for m, s in ((0, 20), (0, 30), (1, 0), (6, 45))] + [{"status": "error"}]
+    assert bench.finish_times(reports) == {"50%": 25.0, "75%": 55.0, "90%": 400.0, "100%": 400.0}
+    assert bench.finish_times(reports[:1], (0.5,)) == {"50%": 15.0}
+    assert bench.finish_times([{"status": "error"}]) == {}
 
 
 def test_the_steady_rate_counts_from_every_slots_first_finish_to_the_last() -> None:
