@@ -138,6 +138,7 @@ def _verify_batch(
     log: Callable[[str], None] | None = None,
 ) -> dict[str, int]:
     import time
+    from concurrent.futures import ThreadPoolExecutor
 
     from verify.batch.build_cache import BuildCache, default_root, detect_toolchain
     from verify.batch.plan import make_plan
@@ -150,9 +151,12 @@ def _verify_batch(
     summary: dict[str, int] = {}
     if not plan.todo:
         return summary
-    where = policy(heavy)
-    heavy_keys = weigh_for_batch(plan.todo, options.python, where, log)
-    where = "first" if where == "first" else "last"
+    chosen = policy(heavy)
+    where = "first" if chosen == "first" else "last"
+    # Weighed beside what comes before the first script (the toolchain's probe, the slots' start), not before it.
+    weighing = ThreadPoolExecutor(1, thread_name_prefix="ka-weigh")
+    heavy_keys = weighing.submit(weigh_for_batch, plan.todo, options.python, chosen, log)
+    weighing.shutdown(wait=False)
     use_cache = build_cache is not False and not options.static_only
     root = Path(default_root() if build_cache in (None, True) else str(build_cache))
     toolchain = detect_toolchain(options.python, arch) if use_cache or ray else None
@@ -173,13 +177,13 @@ def _verify_batch(
         stopped = run_ray_batch(plan.todo, options, finished, address=ray, cache_root=root, toolchain=toolchain,
                                 build=use_cache, init=ray_init, deadline=deadline, stop_at=stop_at,
                                 slots=slots_per_gpu or default_slots(ray=True), exclusive=exclusive,
-                                heavy=heavy_keys, heavy_where=where)
+                                heavy=heavy_keys.result(), heavy_where=where)
     else:
         gpu_ids = parse_gpus(gpus)
         cache = BuildCache(root, toolchain) if use_cache and toolchain is not None else None
         batch = LocalBatch(plan.todo, options, gpus=gpu_ids, compile_workers=compile_workers, cache=cache,
                            deadline=deadline, stop_at=stop_at, slots=slots_per_gpu, exclusive=exclusive,
-                           heavy=heavy_keys, heavy_where=where)
+                           weighing=heavy_keys, heavy_where=where)
         batch.run(finished)
         stopped = batch.stopped
     if on_stopped is not None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 import time
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -151,11 +153,43 @@ def test_heavy_jobs_go_first_or_last_and_their_reports_say_why(monkeypatch: pyte
         weight.heavy_order(jobs, heavy, where="middle")
 
 
+def _weigh_later(weighing: Future[dict[str, str]], outcome: str, ended: list[float]) -> None:
+    time.sleep(0.3)
+    ended.append(time.monotonic())
+    if outcome == "weighed":
+        weighing.set_result({"h": "self-tuning: calls torch.compile"})
+    else:
+        weighing.set_exception(RuntimeError("the sizing went wrong"))
+
+
+def test_no_job_starts_before_the_weighing_ends_and_the_weighed_order_holds(monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[tuple[str, float]] = []
+
+    def verify(job: VerifyJob, options: VerifyOptions, **kwargs: Any) -> dict[str, Any]:
+        started.append((job.key, time.monotonic()))
+        return {"status": "passed"}
+
+    monkeypatch.setattr(workers, "verify_one", verify)
+    jobs = [job(k, kernel=HONEST + f"# {k}\n") for k in ("h", "a", "b")]
+    for outcome in ("weighed", "failed"):
+        started.clear()
+        weighing: Future[dict[str, str]] = Future()
+        batch = LocalBatch(jobs, VerifyOptions(), gpus=["0"], compile_workers=1, cache=None, slots=2,
+                           weighing=weighing, heavy_where="last")
+        ended: list[float] = []
+        threading.Thread(target=_weigh_later, args=(weighing, outcome, ended)).start()
+        reports: dict[str, dict[str, Any]] = {}
+        batch.run(lambda f, into=reports: into.__setitem__(f.job.key, f.report))
+        assert min(t for _, t in started) >= ended[0]
+        if outcome == "weighed":
+            assert [k for k, _ in started][-1] == "h" and reports["h"]["batch"]["heavy"].startswith("self-tuning")
+        else:
+            assert sorted(k for k, _ in started) == ["a", "b", "h"] and "heavy" not in reports["h"]["batch"]
+
+
 @pytest.mark.parametrize("where", ["first", "last"])
 def test_a_gpu_runs_at_most_heavy_seats_heavy_kernels_at_once_and_light_ones_go_past_the_waiting(
         monkeypatch: pytest.MonkeyPatch, where: str) -> None:
-    import threading
-
     lock = threading.Lock()
     running: dict[str, set[str]] = {"0": set(), "1": set()}
     most: dict[str, int] = {"0": 0, "1": 0}
@@ -209,10 +243,11 @@ def test_the_pipeline_weighs_only_under_the_last_policy_and_hands_the_heavy_on(
     jobs = [job("a"), job("big", task=TASK + "# big\n"), job("c", kernel=COMPILING["a call"])]
     verify_jobs(jobs, VerifyOptions(device="cpu"), lambda j, r: None, gpus=1, build_cache=False, heavy=policy,
                 log=lines.append)
+    heavy = seen["weighing"].result(timeout=60)
     if policy == "mixed":
-        assert seen["heavy"] == {} and lines == []
+        assert heavy == {} and lines == []
     else:
-        assert seen["heavy"] == {"big": "large-output: 1.07 GB of outputs", "c": "self-tuning: calls torch.compile"}
+        assert heavy == {"big": "large-output: 1.07 GB of outputs", "c": "self-tuning: calls torch.compile"}
         assert seen["heavy_where"] == policy
         assert lines and lines[0].startswith("weighed 3 kernels in ") and f"2 heavy, verified {policy}" in lines[0]
 

@@ -56,8 +56,8 @@ GPU's first two seat files, the ones light kernels take first too: level 2 task 
 
 HEAVY_OUTPUT_BYTES = 512 * 2**20
 """Outputs (in the task's own dtype) from which a task is heavy. Of the CUDA-L1 H100 file's 250 tasks, 20 reach it
-(the largest, level 1 task 11, 6.4 GB); in session 42 level 2 task 60 (1.0 GB) was stopped unfinished after sharing its GPU for
-the whole cold pass, and level 2 task 34 (4.3 GB) ran pieces of up to 10.6 s."""
+(the largest, level 1 task 11, 6.4 GB); in session 42 level 2 task 60 (1.0 GB) was stopped unfinished after sharing
+its GPU for the whole cold pass, and level 2 task 34 (4.3 GB) ran pieces of up to 10.6 s."""
 
 SIZING_TIMEOUT_S = 120.0
 """The sizing child's time limit over all tasks; tasks not sized by then count as light."""

@@ -27,6 +27,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import queue
 import secrets
@@ -272,15 +273,18 @@ class LocalBatch:
     def __init__(self, jobs: list[VerifyJob], options: VerifyOptions, *, gpus: list[str],
                  compile_workers: int | None = None, cache: BuildCache | None, deadline: float | None = None,
                  stop_at: float | None = None, slots: int | None = None, exclusive: Collection[str] = (),
-                 heavy: Mapping[str, str] | None = None, heavy_where: str = "last") -> None:
+                 heavy: Mapping[str, str] | None = None, heavy_where: str = "last",
+                 weighing: Future[dict[str, str]] | None = None) -> None:
         self.slots = max(1, slots or default_slots(len(gpus)))
         self.seats = gpu_seats(len(gpus))
         self._gates = tempfile.TemporaryDirectory(prefix="ka-gpu-gates-")
         self._baseline_key = secrets.token_hex(32)
         self.exclusive = frozenset(exclusive)
         self.heavy = dict(heavy or {})
+        self.heavy_where = heavy_where
         self.jobs = heavy_order(jobs, self.heavy, where=heavy_where, first=self.exclusive)
         self._heavy_running = dict.fromkeys(gpus, 0)
+        self._weighing = weighing
         self.options = options
         self.gpus = gpus
         self.compile_workers = max(1, compile_workers or default_compile_workers(len(gpus), min(self.slots, self.seats)))
@@ -307,6 +311,9 @@ class LocalBatch:
             while not self._stop.is_set():
                 if not self._pending or (self.deadline is not None and time.monotonic() >= self.deadline):
                     return None
+                if self._weighing is not None:
+                    self._cond.wait(timeout=0.1)
+                    continue
                 full = self._heavy_running[gpu] >= HEAVY_SEATS
                 for i, job in enumerate(self._pending):
                     future = self._builds.get(job.key)
@@ -354,6 +361,18 @@ class LocalBatch:
                 self._heavy_running[gpu] -= 1
                 self._cond.notify_all()
 
+    def _weighed(self, weighing: Future[dict[str, str]]) -> None:
+        """Order the jobs not yet taken by the weighing's heavy kernels (none if it failed), and let the slots go."""
+        if (error := weighing.exception()) is not None:
+            logging.getLogger(__name__).warning("weighing the batch's kernels failed (%s): none goes %s",
+                                                error, self.heavy_where)
+        heavy = weighing.result() if error is None else {}
+        with self._cond:
+            self.heavy = dict(heavy)
+            self._pending = heavy_order(self._pending, self.heavy, where=self.heavy_where, first=self.exclusive)
+            self._weighing = None
+            self._cond.notify_all()
+
     def _built(self, _: Future[BuildResult]) -> None:
         with self._cond:
             self._cond.notify_all()
@@ -378,6 +397,8 @@ class LocalBatch:
                         future = pool.submit(self.cache.ensure, job, self.options)
                     self._builds[job.key] = future
                     future.add_done_callback(self._built)
+            if self._weighing is not None:
+                self._weighing.add_done_callback(self._weighed)
             threads = [threading.Thread(target=self._gpu_worker, args=(gpu,), name=f"ka-gpu-{gpu}-{slot}", daemon=True)
                        for gpu in self.gpus for slot in range(self.slots)]
             for thread in threads:
