@@ -211,7 +211,7 @@ def _verify_batch(db: str | None, selection: VerifySelection, options: VerifyOpt
                     slots_per_gpu=slots_per_gpu if batch else None,
                     build_cache=(build_cache if build_cache is not None else True) if batch else None,
                     ray=ray_address if batch else None, arch=arch, heavy=heavy,
-                    log=None if json_output else console.print)
+                    log=None if json_output else lambda line: console.print(line, markup=False, highlight=False))
     if json_output:
         print_json(results)
         return
