@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from verify.batch.plan import task_of
-from verify.harness.parent import scrubbed_environment
 
 if TYPE_CHECKING:
     from verify.jobs import VerifyJob
@@ -158,6 +157,9 @@ def task_output_bytes(jobs: Collection[VerifyJob], python: str = sys.executable,
         tasks.setdefault(task_of(job), job.task_code)
     if not tasks:
         return {}
+    # Here, not at the top: the CLI imports this module for --heavy's help, and the harness's parent takes 0.15 s.
+    from verify.harness.parent import scrubbed_environment
+
     script = Path(__file__).resolve().parent.parent / "harness" / "sizing.py"
     lines = "".join(json.dumps({"task": key, "code": code}) + "\n" for key, code in tasks.items())
     home = tempfile.TemporaryDirectory(prefix="ka-sizing-")
