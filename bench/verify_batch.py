@@ -329,13 +329,18 @@ def repeated(jobs: list[VerifyJob], times: int) -> list[VerifyJob]:
             for i in range(1, times + 1) for job in jobs]
 
 
+def _stamps(reports: list[dict[str, Any]]) -> list[tuple[Any, Any]]:
+    """Each report's start and finish (its own clock, to the second), for the reports that have both."""
+    import datetime as dt
+
+    return [(dt.datetime.fromisoformat(r["started_at"]), dt.datetime.fromisoformat(r["finished_at"]))
+            for r in reports if r.get("started_at") and r.get("finished_at")]
+
+
 def span_s(reports: list[dict[str, Any]]) -> float | None:
     """Seconds from the first report's start to the last one's finish (their own clocks, to the second):
     the pass's rate without its set-up before the first kernel starts."""
-    import datetime as dt
-
-    stamps = [(dt.datetime.fromisoformat(r["started_at"]), dt.datetime.fromisoformat(r["finished_at"]))
-              for r in reports if r.get("started_at") and r.get("finished_at")]
+    stamps = _stamps(reports)
     if not stamps:
         return None
     return (max(end for _, end in stamps) - min(start for start, _ in stamps)).total_seconds()
@@ -364,11 +369,9 @@ def finish_times(reports: list[dict[str, Any]], shares: tuple[float, ...] = (0.5
         ...               for a, b in stamps], (0.5, 1.0))
         {'50%': 40.0, '100%': 120.0}
     """
-    import datetime as dt
     import math
 
-    stamps = [(dt.datetime.fromisoformat(r["started_at"]), dt.datetime.fromisoformat(r["finished_at"]))
-              for r in reports if r.get("started_at") and r.get("finished_at")]
+    stamps = _stamps(reports)
     if not stamps:
         return {}
     first = min(start for start, _ in stamps)
