@@ -13,6 +13,7 @@ parent does, with its chunks spread over ``KA_JUDGE_WORKERS`` threads (``verify.
 
     python bench/judge.py                         # table: 3 trials of 33.5M elements
     python bench/judge.py --elements 4194304 --trials 9 --json   # last line: JSON
+    python bench/judge.py --elements 268435456 --trials 1 --workers 1,4,8,12 --no-unfused   # threads' scaling
 
 The outputs are judged with the fused passes where numba is installed and they are large enough
 (``verify.harness.fused``), then again with the torch operations alone (``KA_JUDGE_FUSED=0``).
@@ -21,7 +22,8 @@ JSON keys: ``elements``, ``trials``, ``threads``, ``workers``, ``fused`` (whethe
 ``fused_compile_s`` (compiling them, as the parent does while the candidate runs), ``judge_s`` (the median of
 ``--repeats`` whole judges), ``judge_unfused_s`` (the same with the torch operations alone; null when the fused
 passes did not run), ``judge_output_s``, ``weak_check_s`` (the weak check alone, after the judge as in the
-parent), ``held_bytes_per_element`` (the process's resident memory with the evidence built, per output element),
+parent), ``judge_s_by_workers`` (with ``--workers``: the whole judge's median with ``KA_JUDGE_WORKERS`` set to each count),
+``held_bytes_per_element`` (the process's resident memory with the evidence built, per output element),
 ``peak_growth_bytes_per_element`` (the most the timed whole judges raised it, per output element), ``verdicts``
 (the checks that read outputs -> verdict: all ``pass`` for this honest evidence), ``same_verdicts`` (the same
 verdicts both ways).
@@ -121,10 +123,11 @@ class ResidentPeak:
         self._stop.set()
 
 
-def measure(elements: int, trials: int, repeats: int = 1) -> dict[str, Any]:
+def measure(elements: int, trials: int, repeats: int = 1, workers: list[int] | None = None,
+            unfused: bool = True) -> dict[str, Any]:
     """Build the evidence, compile the fused passes (where numba is installed and the outputs are large enough),
-    then time the whole judge (the median of ``repeats``) with them and without, one output's policy and the
-    weak check."""
+    then time the whole judge (the median of ``repeats``) with them and (with ``unfused``) without, one output's
+    policy and the weak check, and the whole judge again on each of ``workers`` chunk threads."""
     import gc
     import statistics
 
@@ -168,14 +171,18 @@ def measure(elements: int, trials: int, repeats: int = 1) -> dict[str, Any]:
     started = time.perf_counter()
     check_weak_check(ev)
     weak_check_s = time.perf_counter() - started
+    by_workers = {}
+    for count in workers or []:
+        with mock.patch.dict(os.environ, {"KA_JUDGE_WORKERS": str(count)}):
+            by_workers[str(count)] = round(whole_judges()[0], 3)
     unfused_s, unfused_checks = None, checks
-    if fused:
+    if fused and unfused:
         with mock.patch.dict(os.environ, {FUSED_ENV: "0"}):
             unfused_s, unfused_checks = whole_judges()
     return {"elements": elements, "trials": trials, "threads": threads, "workers": judge_workers(),
             "fused": fused, "fused_compile_s": None if compile_s is None else round(compile_s, 3),
             "judge_s": round(judge_s, 3), "judge_unfused_s": None if unfused_s is None else round(unfused_s, 3),
-            "judge_output_s": round(judge_output_s, 3),
+            "judge_output_s": round(judge_output_s, 3), "judge_s_by_workers": by_workers,
             "weak_check_s": round(weak_check_s, 6),  # under a millisecond on small outputs
             "held_bytes_per_element": round(held / elements, 1),
             "peak_growth_bytes_per_element": round(growth / elements, 1),
@@ -188,9 +195,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--elements", type=int, default=8192 * 4096, help="elements per output (gelu's 33.5M)")
     parser.add_argument("--trials", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=1, help="whole judges to time; judge_s is their median")
+    parser.add_argument("--workers", type=lambda v: [int(n) for n in v.split(",")], default=[],
+                        help="comma-separated chunk-thread counts to time the whole judge on again (KA_JUDGE_WORKERS)")
+    parser.add_argument("--no-unfused", action="store_true",
+                        help="skip the whole judge with the torch operations alone (slow on large outputs)")
     parser.add_argument("--json", action="store_true", help="end with one JSON line")
     args = parser.parse_args(argv)
-    result = measure(args.elements, args.trials, args.repeats)
+    result = measure(args.elements, args.trials, args.repeats, args.workers, not args.no_unfused)
     rows = [("elements per output", f"{result['elements']:,}"), ("trials (3 calls each)", str(result["trials"])),
             ("judge threads", str(result["threads"])), ("chunk workers", str(result["workers"])),
             ("fused passes", f"yes, compiled in {result['fused_compile_s']:.2f} s" if result["fused"] else "no"),
@@ -198,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
             ("whole judge, torch operations only", "-" if result["judge_unfused_s"] is None
              else f"{result['judge_unfused_s']:.2f} s"),
             ("policy on one output", f"{result['judge_output_s']:.2f} s"),
+            *((f"whole judge on {count} chunk threads", f"{seconds:.2f} s")
+              for count, seconds in result["judge_s_by_workers"].items()),
             ("weak check", f"{result['weak_check_s']:.2f} s"),
             ("resident memory with the evidence", f"{result['held_bytes_per_element']:.0f} B an output element"),
             ("most the judge added to it", f"{result['peak_growth_bytes_per_element']:.1f} B an output element"),

@@ -19,15 +19,25 @@ def test_the_judge_bench_judges_honest_outputs_as_correct() -> None:
                           capture_output=True, text=True, timeout=300, check=True)
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert set(result) == {"elements", "trials", "threads", "workers", "fused", "fused_compile_s", "judge_s",
-                           "judge_unfused_s", "judge_output_s", "weak_check_s", "held_bytes_per_element",
+                           "judge_unfused_s", "judge_output_s", "judge_s_by_workers", "weak_check_s",
+                           "held_bytes_per_element",
                            "peak_growth_bytes_per_element", "verdicts", "same_verdicts"}
     assert result["elements"] == 70000 and result["judge_s"] > 0 and result["weak_check_s"] > 0
     assert set(result["verdicts"].values()) == {"pass"}, result["verdicts"]
     # 70,000 elements are below verify.harness.fused.FUSED_MIN_ELEMENTS: the torch operations alone judge them.
     assert result["fused"] is False and result["fused_compile_s"] is None and result["judge_unfused_s"] is None
-    assert result["same_verdicts"] is True
+    assert result["same_verdicts"] is True and result["judge_s_by_workers"] == {}
     assert "whole judge" in done.stdout and "weak check" in done.stdout and "fused passes" in done.stdout
     assert "most the judge added to it" in done.stdout
+
+
+def test_the_judge_bench_times_the_judge_on_each_count_of_chunk_threads_asked_for() -> None:
+    done = subprocess.run([sys.executable, str(BENCH), "--elements", "70000", "--trials", "1", "--workers", "1,3",
+                           "--no-unfused", "--json"], capture_output=True, text=True, timeout=300, check=True)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert set(result["judge_s_by_workers"]) == {"1", "3"} and all(s > 0 for s in result["judge_s_by_workers"].values())
+    assert result["judge_unfused_s"] is None and set(result["verdicts"].values()) == {"pass"}
+    assert "whole judge on 3 chunk threads" in done.stdout
 
 
 def test_the_judge_needs_little_memory_beyond_the_evidence_it_holds() -> None:

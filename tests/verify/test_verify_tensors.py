@@ -235,3 +235,28 @@ def test_stale_counts_in_chunks_equal_the_whole_tensor_counts(workers: str, monk
     assert y2t.stride() == (1, 1024) and torch.equal(y2t.nan_to_num(), shaped[0].nan_to_num())
     assert stale_counts(y2t, shaped[1], shaped[2]) == _stale_counts_whole(y2t, shaped[1], shaped[2])
     assert stale_counts(torch.zeros(0), torch.zeros(0), torch.zeros(0)) == (0, 0)
+
+
+@pytest.mark.parametrize(("cores", "running", "workers"), [
+    (16, 40, 4),     # a busy host: a quarter of the cores
+    (16, 1, 12),     # the batch's tail, nothing else running: three quarters of them
+    (16, 9, 8),      # eight cores idle, and the judge's own thread is one of the nine running
+    (64, 200, 8),    # busy, a quarter capped at JUDGE_WORKERS_MAX
+    (64, 1, 48),
+    (2, 1, 1),       # the 2-core CI host: one, idle or not
+    (2, 5, 1),
+    (16, None, 4),   # /proc/loadavg unreadable: as on a busy host
+])
+def test_judge_workers_follow_the_idle_cores(monkeypatch: pytest.MonkeyPatch, cores: int, running: int | None,
+                                             workers: int) -> None:
+    monkeypatch.delenv("KA_JUDGE_WORKERS", raising=False)
+    monkeypatch.setattr(tensors.os, "sched_getaffinity", lambda pid: set(range(cores)))
+    monkeypatch.setattr(tensors, "runnable_tasks", lambda: running)
+    assert tensors.judge_workers() == workers
+    monkeypatch.setenv("KA_JUDGE_WORKERS", "3")
+    assert tensors.judge_workers() == 3
+
+
+def test_runnable_tasks_reads_this_hosts_load() -> None:
+    running = tensors.runnable_tasks()
+    assert running is not None and running >= 1  # this test's own thread is running
