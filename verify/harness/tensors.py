@@ -764,7 +764,8 @@ def judge_workers(running: int | None = None) -> int:
 def _map_chunks(judge: Callable[[int], T], n: int, step: int, tensor: Any) -> list[T]:
     """``judge(start)`` for every chunk start, in order; on the CPU on ``judge_workers()`` threads."""
     starts = range(0, n, step)
-    workers = 1 if _on_gpu(tensor) else min(judge_workers(), len(starts))
+    # One chunk (most outputs) needs no count of workers, and so no read of the host's load.
+    workers = 1 if _on_gpu(tensor) or len(starts) < 2 else min(judge_workers(), len(starts))
     if workers <= 1:
         return [judge(i) for i in starts]
     with ThreadPoolExecutor(workers, thread_name_prefix="ka-judge") as pool:
