@@ -55,6 +55,21 @@ def test_a_batch_on_two_slots_gives_the_single_kernel_verdicts_and_reuses_builds
     assert alone == {"failed": 1} and _failed_checks(again["alone"]) == _failed_checks(reports["mutating"])
 
 
+@pytest.mark.slow
+def test_a_batchs_verifications_plan_their_trials_and_reserve_large_evidence_in_its_ledger(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every verification counts as large here, on a host said to have room for every trial of one of them.
+    monkeypatch.setenv("KA_MEMORY_LEDGER_FROM", "1")
+    monkeypatch.setenv("KA_MEMORY_AVAILABLE", "100000")
+    jobs = [job("honest", kernel=HONEST), job("tanh", kernel=HONEST_TANH, task=TASK_TANH)]
+    reports: dict[str, dict[str, Any]] = {}
+    verify_jobs(jobs, OPTIONS, lambda j, r: reports.__setitem__(j.key, r), gpus=1, compile_workers=1,
+                build_cache=tmp_path / "builds")
+    for report in reports.values():
+        assert report["memory"]["reserved_bytes"] > 0 and "trials_reduced" not in report, report.get("error")
+        assert any(mark == "memory-planned:2" for _, role, mark in report["timeline"] if role == "parent")
+
+
 RESULTS_BATCH = """
 import json, sys
 sys.path[:0] = [{repo!r}, {tests!r}]

@@ -166,8 +166,8 @@ def gpu_seats(gpus: int = 1) -> int:
 
 def gate_environment(folder: str, key: str, gpu: str, mode: str | None = None,
                      seats: int | None = None) -> dict[str, str]:
-    """What the eval script needs to share one GPU of a batch: its gate, the gate's mode and seats, and the
-    baseline folder.
+    """What the eval script needs to share one GPU of a batch: its gate, the gate's mode and seats, the host's gate
+    and memory ledger (``verify.harness.memory.MemoryLedger``), and the baseline folder.
 
     ``key`` signs the shared baselines; it reaches the script's parent only, never a child. ``mode`` defaults
     to ``KA_GPU_GATE_MODE``, else ``BATCH_GATE_MODE``; the seats to ``KA_GPU_SEATS``, else the host's shape.
@@ -178,7 +178,7 @@ def gate_environment(folder: str, key: str, gpu: str, mode: str | None = None,
     """
     return {"KA_GPU_GATE": os.path.join(folder, f"gpu-{gpu}.lock"), "KA_HOST_GATE": os.path.join(folder, "host.lock"),
             "KA_GPU_GATE_MODE": mode or os.environ.get("KA_GPU_GATE_MODE") or BATCH_GATE_MODE,
-            "KA_GPU_SEATS": str(seats or gpu_seats()),
+            "KA_GPU_SEATS": str(seats or gpu_seats()), "KA_MEMORY_LEDGER": os.path.join(folder, "host-memory"),
             "KA_BASELINE_CACHE": os.path.join(folder, f"baselines-gpu-{gpu}"), "KA_BASELINE_KEY": key}
 
 

@@ -66,6 +66,17 @@ def pack_groups(torch: Any, groups: dict[str, list[Any] | None]) -> list[Any]:
     return parts
 
 
+def tensor_bytes(values: list[Any] | None) -> int:
+    """The bytes of the tensors in ``values`` (anything else counts nothing).
+
+    Example:
+        >>> import torch
+        >>> tensor_bytes([torch.zeros(4, 2), None, torch.zeros(3, dtype=torch.float64)])
+        56
+    """
+    return sum(v.numel() * v.element_size() for v in values or [] if hasattr(v, "element_size"))
+
+
 def frames_size(torch: Any, groups: dict[str, list[Any] | None]) -> int:
     """The bytes ``pack_groups`` would produce for ``groups``."""
     return _size(*_layout(torch, groups))

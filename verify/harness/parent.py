@@ -41,7 +41,7 @@ from verify.harness.common import (
     read_blobs,
     wait_until,
 )
-from verify.harness.frames import unpack_groups
+from verify.harness.frames import tensor_bytes, unpack_groups
 from verify.harness.fused import FUSED_USED, warm_fused
 from verify.harness.gate import GateKeeper, GpuGate
 from verify.harness.judge import (
@@ -55,9 +55,9 @@ from verify.harness.judge import (
     shape_probe,
     trivial_gap_allowance,
 )
-from verify.harness.memory import TrialSize, available_bytes, outputs_needed, trials_that_fit
+from verify.harness.memory import MemoryLedger, MemoryPlan, TrialSize
 from verify.harness.report import render_text
-from verify.harness.roles import STATE_PROBE_BLOBS
+from verify.harness.roles import JUDGED_FILE, STATE_PROBE_BLOBS
 from verify.harness.static import scan_source, static_verdicts
 from verify.harness.task import init_variant, shape_variant
 from verify.harness.tensors import DISTRIBUTIONS
@@ -292,14 +292,17 @@ class ChildProcess:
     On timeout, and after a normal exit too, the child's whole process group is killed. With a ``keeper``
     (``verify.harness.gate.GateKeeper``) the reading thread answers the child's gate requests as they come.
     With a ``zygote`` the child is forked from it (``verify.harness.zygote``); if the zygote cannot, it is
-    started by exec, and its report's ``started`` says why.
+    started by exec, and its report's ``started`` says why. With a ``planner`` the reading thread hands it the
+    child's ``sized`` message (``TrialPlanner.handle``); like a gate request, the wait is not the child's time.
     """
 
     def __init__(self, argv: list[str], *, role: str, env: dict[str, str], cwd: str | os.PathLike[str],
                  channel: bool = True, blobs: bool = False, blob_memory: str | None = None,
-                 keeper: GateKeeper | None = None, zygote: Zygote | None = None) -> None:
+                 keeper: GateKeeper | None = None, zygote: Zygote | None = None,
+                 planner: Callable[[dict[str, Any]], Any] | None = None) -> None:
         self.report = ChildReport(role=role)
         self._keeper = keeper
+        self._planner = planner
         self._paused_s = 0.0
         self._pausing_since: float | None = None
         self.blobs: dict[str, Any] = {}
@@ -396,27 +399,30 @@ class ChildProcess:
                     if self.ready_at is None and b'"mark"' in line and b'"ready"' in line:
                         self.ready_at = time.monotonic()
                     if self._keeper is not None and b'"gate"' in line:
-                        self._answer_gate(line)
+                        self._answer(self._keeper.handle, line)
+                    if self._planner is not None and b'"sized"' in line:
+                        self._answer(self._planner, line)
         if buffer:
             self._chunks.append((time.monotonic(), buffer))
 
-    def _answer_gate(self, line: bytes) -> None:
+    def _answer(self, handle: Callable[[dict[str, Any]], Any], line: bytes) -> None:
         from verify.harness.common import read_messages
 
-        assert self._keeper is not None
         self._pausing_since = time.monotonic()
         try:
             for message in read_messages(line)[0]:
-                self._keeper.handle(message)
+                handle(message)
         finally:
             self._paused_s += time.monotonic() - self._pausing_since
             self._pausing_since = None
 
     @property
     def paused_s(self) -> float:
-        """Seconds this child has waited for its parent to answer gate requests, the current wait included.
+        """Seconds this child has waited for its parent to answer gate requests or its ``sized`` message, the
+        current wait included.
 
-        Waiting for another verification's GPU work is not this child's time: it extends the child's limit.
+        Waiting for another verification's GPU work or memory is not this child's time: it extends the child's
+        limit.
         """
         since = self._pausing_since
         return self._paused_s + (time.monotonic() - since if since is not None else 0.0)
@@ -746,6 +752,10 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
                for role in ("trusted", "run")}
     report["gate"] = {"mode": gate.mode if gate.path else None}
     trusted: ChildProcess | None = None
+    ledger = MemoryLedger.from_environment()
+    planner = (TrialPlanner(trials, ledger, root / "plan", deep_trials=job.get("deep_trials", 2), gate=gate,
+                            timeout_s=args.trusted_timeout, marks=marks)
+               if len(trials) > 1 else None)
     if "torch" in sys.modules:
         # Forked from a zygote that imported torch: its main thread has already read its thread count, and only a
         # count set in that thread reaches the judge (set from another, the judge ran 16 threads: 6 s instead of
@@ -765,10 +775,14 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
                                                  "go_timeout_s": args.compile_timeout + 60}
                                           | ({"gate_file": str(gate_file), "gate_timeout_s": gate_timeout}
                                              if gate.path else {})
+                                          | ({"plan_file": str(planner.plan_file),
+                                              "plan_timeout_s": args.trusted_timeout + gate_timeout}
+                                             if planner else {})
                                           | _grants(keepers["trusted"], gate_timeout)))
         trusted = ChildProcess([*python, "--role", "trusted", "--job", str(trusted_job)], role="trusted",
                                env=scrubbed_environment(dict(os.environ), str(trusted_dir)), cwd=trusted_dir,
-                               blobs=True, blob_memory="map", keeper=keepers["trusted"], zygote=zygote)
+                               blobs=True, blob_memory="map", keeper=keepers["trusted"], zygote=zygote,
+                               planner=planner.handle if planner else None)
         env = candidate_environment(dict(os.environ), str(cand_dir), args.build_dir)
         if args.build_dir:
             job["build_dir"] = str(Path(args.build_dir).resolve())
@@ -835,7 +849,10 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
             report.update(status="error", error=f"the reference could not be computed: {ev.trusted.failure()}",
                           checks={}, static=findings, log="\n".join(log))
             return report
-        for trial in trials:
+        reduced = planner.apply(ev, runner, shared_dir) if planner else None
+        if planner and planner.error:
+            log.append(planner.error)
+        for trial in ev.trials:
             refs = _load_references(trusted.blobs.get(f"ref-{trial['index']}"))
             if refs is None:
                 report.update(status="error", error=f"the trusted child sent no reference for trial {trial['index']}",
@@ -846,10 +863,18 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
             ev.shape_ref = _load_references(trusted.blobs["ref-shape"])
         if "ref-init" in trusted.blobs:
             ev.init_ref = _load_references(trusted.blobs["ref-init"])
-        reduced = fit_trials(ev, trusted, runner, job.get("deep_trials", 2))
         if reduced:
+            reduced["references"] = sorted({int(m["index"]) for m in ev.trusted.all("reference")})
             report["trials_reduced"] = reduced
             marks.append((time.monotonic(), f"trials-reduced:{reduced['judged']}"))
+        if planner and planner.plan and planner.plan.reserved_bytes:
+            report["memory"] = {"reserved_bytes": planner.plan.reserved_bytes,
+                                "reserved_by_others": planner.plan.reserved_by_others,
+                                "waited_s": round(planner.plan.waited_s, 3)}
+            # The references are in memory now, where the host's own figure counts them.
+            loaded = sum(tensor_bytes((r or {}).get(k)) for r in [*ev.refs.values(), ev.shape_ref, ev.init_ref]
+                         for k in ("ref64", "ref32"))
+            ledger.settle(ledger.reserved + planner.held_bytes - loaded)
         # While the candidate runs: the judge's fused passes, if these outputs are large enough to use them.
         warm_fused(max((getattr(t, "numel", lambda: 0)() for refs in ev.refs.values() for t in refs["ref32"]),
                        default=0))
@@ -897,7 +922,12 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
             ev.shape_out = _load_blob_list(runner.blobs.get("out-shape"))
             ev.init_out = _load_blob_list(runner.blobs.get("out-init"))
             ev.state_probe = _load_state_probe(runner.blobs)
+            if reduced:
+                # The run child's own word, shown for what it sent; the parent kept only the judged trials' outputs.
+                reduced["outputs_sent"] = sorted({m["index"] for m in ev.run.all("trial")
+                                                  if type(m.get("index")) is int and m.get("blob")})
         gate.release()
+        ledger.settle(0)
         marks.append((time.monotonic(), "evidence-loaded"))
         checks, speed = judge(ev)
         probe_right, probe_evidence = shape_probe(ev)
@@ -943,6 +973,7 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
         return report
     finally:
         gate.release()
+        ledger.release()
         if trusted is not None:
             trusted.close_memory()
         if zygote is not None:
@@ -961,47 +992,89 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
             shutil.rmtree(root, ignore_errors=True)
 
 
-def _nbytes(values: list[Any] | None) -> int:
-    return sum(v.numel() * v.element_size() for v in values or [] if hasattr(v, "element_size"))
+class TrialPlanner:
+    """The parent's answer to the trusted child's ``sized`` message: the trials it computes references for, and whose
+    outputs are judged (``verify.harness.memory``), written to ``plan_file``.
 
+    The trusted child sends ``sized`` after the first trial's reference and waits for the file, so the references of
+    trials the host's memory cannot hold are never computed. While the plan waits for room in the batch's ledger the
+    verification lets go of its shared GPU gate (nothing of it runs on the GPU). Whatever goes wrong, the file is
+    written: on an error every trial is judged, as before plans existed.
 
-def fit_trials(ev: Evidence, trusted: ChildProcess, runner: ChildProcess | None, deep_trials: int) -> dict[str, Any] | None:
-    """Judge only the first trials whose evidence fits in the host's memory (``verify.harness.memory``); None when
-    all of them fit (every task but those with outputs of hundreds of millions of elements).
-
-    The other trials' references are given back now, and ``runner`` (the candidate's child, which has not started
-    its trials yet: it waits for the trusted child to be done) drops its outputs on them as they arrive.
+    Example:
+        >>> import tempfile
+        >>> plan_file = Path(tempfile.mkdtemp()) / "plan"
+        >>> trials = [{"index": i} for i in range(3)]
+        >>> ledger = MemoryLedger(None, available=lambda: 7_000)
+        >>> planner = TrialPlanner(trials, ledger, plan_file, deep_trials=2, gate=GpuGate(None), timeout_s=1)
+        >>> planner.handle({"kind": "sized", "ref_bytes": 1200, "out_bytes": 400, "probe_ref_bytes": 0,
+        ...                 "probe_out_bytes": 0}).judged
+        2
+        >>> json.loads(plan_file.read_text())
+        {'judged': [0, 1]}
     """
-    available = available_bytes()
-    if available is None or len(ev.trials) < 2:
-        return None
-    sizes = [TrialSize(ref_bytes=_nbytes(ref.get("ref64")) + _nbytes(ref.get("ref32")),
-                       out_bytes=_nbytes(ref.get("ref32")), calls=3 if t["index"] < deep_trials else 1)
-             for t in ev.trials if (ref := ev.refs.get(t["index"])) is not None]
-    if len(sizes) != len(ev.trials):
-        return None
-    largest = max(s.out_bytes for s in sizes)
-    # The statefulness probe's four outputs, the shape and init probes' outputs, and one payload in transit.
-    extra = 4 * sizes[0].out_bytes + largest + sum(_nbytes((r or {}).get("ref32")) for r in (ev.shape_ref, ev.init_ref))
-    kept = trials_that_fit(sizes, extra, available)
-    if kept == len(sizes):
-        return None
-    planned = len(ev.trials)
-    dropped = {t["index"] for t in ev.trials[kept:]}
-    for index in dropped:
-        ev.refs.pop(index, None)
-        trusted.release_blob(f"ref-{index}")
-    if runner is not None:
-        unjudged = {f"out-{i}-" for i in dropped}
-        runner.skip_blob = lambda name: name[:name.rfind("-") + 1] in unjudged
-    ev.trials = ev.trials[:kept]
-    needed = outputs_needed(sizes, extra)
-    gib = 2.0 ** 30
-    return {"planned": planned, "judged": kept, "unjudged": sorted(dropped), "needed_bytes": needed,
-            "available_bytes": available,
-            "why": f"judged on {kept} of {planned} trials: the candidate's outputs on all of them would need "
-                   f"{needed / gib:.1f} GiB more host memory, and {available / gib:.1f} GiB was available with the "
-                   f"references in (verify.harness.memory); it still ran every trial, whose other checks see them"}
+
+    def __init__(self, trials: list[dict[str, Any]], ledger: MemoryLedger, plan_file: Path, *, deep_trials: int,
+                 gate: GpuGate, timeout_s: float, marks: list[tuple[float, str]] | None = None) -> None:
+        self.trials = trials
+        self.ledger = ledger
+        self.plan_file = plan_file
+        self.deep_trials = deep_trials
+        self.gate = gate
+        self.timeout_s = timeout_s
+        self.marks = marks if marks is not None else []
+        self.plan: MemoryPlan | None = None
+        self.error: str | None = None
+        self.held_bytes = 0
+
+    def handle(self, message: dict[str, Any]) -> MemoryPlan | None:
+        """Plan on a ``sized`` message (once), write ``plan_file``, and return the plan (None on an error)."""
+        if message.get("kind") != "sized" or self.plan_file.exists():
+            return None
+        judged = [t["index"] for t in self.trials]
+        try:
+            ref_bytes, out_bytes, probe_ref_bytes, probe_out_bytes = (
+                int(message[k]) for k in ("ref_bytes", "out_bytes", "probe_ref_bytes", "probe_out_bytes"))
+            if min(ref_bytes, out_bytes, probe_ref_bytes, probe_out_bytes) < 0:
+                raise ValueError("a negative size")
+            sizes = [TrialSize(ref_bytes=ref_bytes, out_bytes=out_bytes, calls=3 if t["index"] < self.deep_trials else 1)
+                     for t in self.trials]
+            # The statefulness probe's four outputs, one payload in transit, and the shape and init probes'
+            # outputs; their references are in already, as the first trial's are.
+            extra = 5 * out_bytes + probe_ref_bytes + probe_out_bytes
+            self.held_bytes = ref_bytes + probe_ref_bytes
+            self.plan = self.ledger.plan(sizes, extra, held_bytes=self.held_bytes, timeout_s=self.timeout_s,
+                                         on_wait=self._waiting)
+            judged = judged[:self.plan.judged]
+        except Exception as error:
+            self.error = f"the memory plan failed ({type(error).__name__}: {error}); every trial is judged"[:300]
+        partial = self.plan_file.with_name(self.plan_file.name + ".partial")
+        partial.write_text(json.dumps({"judged": judged}))
+        os.replace(partial, self.plan_file)
+        if self.plan is not None:
+            self.marks.append((time.monotonic(), f"memory-planned:{self.plan.judged}"))
+        return self.plan
+
+    def _waiting(self, waiting: bool) -> None:
+        self.marks.append((time.monotonic(), "memory-wait" if waiting else "memory-room"))
+        if waiting:
+            self.gate.away()
+        elif self.gate.sharing:
+            self.gate.shared()
+
+    def apply(self, ev: Evidence, runner: ChildProcess | None, shared: Path) -> dict[str, Any] | None:
+        """Keep only the judged trials in ``ev`` and tell the run child (``JUDGED_FILE``) and ``runner``'s reader
+        which outputs to send and keep; the report's ``trials_reduced``, or None when every trial is judged."""
+        if self.plan is None or self.plan.judged >= len(ev.trials):
+            return None
+        indices = [t["index"] for t in ev.trials]
+        kept = set(indices[:self.plan.judged])
+        (shared / JUDGED_FILE).write_text(json.dumps(sorted(kept)))
+        if runner is not None:
+            runner.skip_blob = lambda name: name.startswith("out-") and name[4:name.rfind("-")].isdigit() \
+                and int(name[4:name.rfind("-")]) not in kept
+        ev.trials = [t for t in ev.trials if t["index"] in kept]
+        return self.plan.reduced(indices)
 
 
 def _grants(keeper: GateKeeper | None, timeout_s: float = 3600.0) -> dict[str, Any]:

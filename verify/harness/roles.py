@@ -39,7 +39,7 @@ from verify.harness.common import (
 )
 from verify.harness.context import ContextState
 from verify.harness.float64 import Float64Reference
-from verify.harness.frames import load_values, save_values, send_groups
+from verify.harness.frames import load_values, save_values, send_groups, tensor_bytes
 from verify.harness.gate import alone_on_gpu, yield_point
 from verify.harness.pch import install_pch
 from verify.harness.task import copy_matching_state, derive_call, load_module, parse_forward_signature
@@ -252,52 +252,73 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
         # Every compared call, here and in the run child, starts from the first state.
         (shared / STATEFUL_FILE).write_text("1")
     restart = Restart(torch, [model, model64.module], stateful=stateful)
+    def probe_references() -> tuple[int, int]:
+        """The shape and init probes' references, sent; their references' bytes and their outputs'."""
+        held = out = 0
+        restart()
+        variant = job.get("shape_variant")
+        if variant:
+            yield_point(job, channel, clock.full_sync)
+            try:
+                shaped = load_module(variant["code"], "ka_task_shape", work)
+                inputs = make_inputs(shaped.get_inputs, job["screen_seed"] + 2, "randn", device)
+                ref32, ref64, precision = _send_reference(torch, model, model64, inputs, "ref-shape", blobs)
+                held, out = held + tensor_bytes(ref32) + tensor_bytes(ref64), out + tensor_bytes(ref32)
+                save_values(torch, inputs, shared / "inputs-shape")
+                channel.send("shape-variant", name=variant["name"], old=variant["old"], new=variant["new"],
+                             precision=precision, inputs=[describe(x) for x in inputs if isinstance(x, torch.Tensor)],
+                             outputs=[describe(t) for t in ref32])
+            except Exception as error:
+                channel.send("note", which="shape-variant",
+                             message=f"the reference does not run with {variant['name']}={variant['new']}: "
+                                     f"{type(error).__name__}: {error}"[:500])
+        init = job.get("init_variant")
+        if init and not (embedded["form"] == "cuda-binding" and functional is not None):
+            yield_point(job, channel, clock.full_sync)
+            try:
+                sized = load_module(init["code"], "ka_task_init", work)
+                build_sized = partial(_build_reference, torch, sized, None, embedded["form"], job["weight_seed"],
+                                      device)
+                init_model, init_args = build_sized()
+                torch.save(_cpu(init_model.state_dict()), shared / "weights-init.pt")
+                inputs = make_inputs(sized.get_inputs, job["screen_seed"] + 3, "randn", device)
+                init64 = Float64Reference(torch, init_model, seed=REFERENCE_RNG_SEED, cudnn=model64.cudnn,
+                                          build=lambda: build_sized()[0])
+                ref32, ref64, precision = _send_reference(torch, init_model, init64, inputs, "ref-init", blobs)
+                held, out = held + tensor_bytes(ref32) + tensor_bytes(ref64), out + tensor_bytes(ref32)
+                save_values(torch, inputs, shared / "inputs-init")
+                channel.send("init-variant", name=init["name"], old=init["old"], new=init["new"],
+                             precision=precision, init_inputs=repr(init_args)[:300],
+                             outputs=[describe(t) for t in ref32])
+                del init_model, init64
+            except Exception as error:
+                channel.send("note", which="init-variant",
+                             message=f"the reference does not build or run with {init['name']}={init['new']}: "
+                                     f"{type(error).__name__}: {error}"[:500])
+        return held, out
+
+    judged: set[int] | None = None
+    probed = False
     for trial in job["trials"]:
         yield_point(job, channel, clock.full_sync)
         inputs = make_inputs(task.get_inputs, trial["seed"], trial["distribution"], device)
         save_values(torch, inputs, shared / f"inputs-{trial['index']}")
+        if judged is not None and trial["index"] not in judged:
+            continue
         restart()
-        ref32, precision = _send_reference(torch, model, model64, inputs, f"ref-{trial['index']}", blobs)
+        ref32, ref64, precision = _send_reference(torch, model, model64, inputs, f"ref-{trial['index']}", blobs)
         if trial is job["trials"][0]:
             # What the reference's own forward changes (training-mode statistics) a candidate may change too.
             channel.send("reference-state", mutated=_equal_state(torch, state_before, model), stateful=stateful)
         channel.send("reference", index=trial["index"], precision=precision, outputs=[describe(t) for t in ref32])
-    restart()
-    variant = job.get("shape_variant")
-    if variant:
-        yield_point(job, channel, clock.full_sync)
-        try:
-            shaped = load_module(variant["code"], "ka_task_shape", work)
-            inputs = make_inputs(shaped.get_inputs, job["screen_seed"] + 2, "randn", device)
-            ref32, precision = _send_reference(torch, model, model64, inputs, "ref-shape", blobs)
-            save_values(torch, inputs, shared / "inputs-shape")
-            channel.send("shape-variant", name=variant["name"], old=variant["old"], new=variant["new"],
-                         precision=precision, inputs=[describe(x) for x in inputs if isinstance(x, torch.Tensor)],
-                         outputs=[describe(t) for t in ref32])
-        except Exception as error:
-            channel.send("note", which="shape-variant",
-                         message=f"the reference does not run with {variant['name']}={variant['new']}: "
-                                 f"{type(error).__name__}: {error}"[:500])
-    init = job.get("init_variant")
-    if init and not (embedded["form"] == "cuda-binding" and functional is not None):
-        yield_point(job, channel, clock.full_sync)
-        try:
-            sized = load_module(init["code"], "ka_task_init", work)
-            build_sized = partial(_build_reference, torch, sized, None, embedded["form"], job["weight_seed"], device)
-            init_model, init_args = build_sized()
-            torch.save(_cpu(init_model.state_dict()), shared / "weights-init.pt")
-            inputs = make_inputs(sized.get_inputs, job["screen_seed"] + 3, "randn", device)
-            init64 = Float64Reference(torch, init_model, seed=REFERENCE_RNG_SEED, cudnn=model64.cudnn,
-                                      build=lambda: build_sized()[0])
-            ref32, precision = _send_reference(torch, init_model, init64, inputs, "ref-init", blobs)
-            save_values(torch, inputs, shared / "inputs-init")
-            channel.send("init-variant", name=init["name"], old=init["old"], new=init["new"], precision=precision,
-                         init_inputs=repr(init_args)[:300], outputs=[describe(t) for t in ref32])
-            del init_model, init64
-        except Exception as error:
-            channel.send("note", which="init-variant",
-                         message=f"the reference does not build or run with {init['name']}={init['new']}: "
-                                 f"{type(error).__name__}: {error}"[:500])
+        if trial is job["trials"][0] and job.get("plan_file"):
+            # The probes' references before the plan, so that it counts what they hold and will receive exactly.
+            probe_held, probe_out = probe_references()
+            probed = True
+            judged = _await_plan(job, channel, clock, ref_bytes=tensor_bytes(ref32) + tensor_bytes(ref64),
+                                 out_bytes=tensor_bytes(ref32), probe_ref_bytes=probe_held, probe_out_bytes=probe_out)
+    if not probed:
+        probe_references()
     channel.send("float64", **model64.summary())
     channel.send("mark", phase="references-sent")
     if job.get("baselines_cached"):
@@ -425,11 +446,23 @@ def reference_outputs(torch: Any, model: Any, model64: Float64Reference,
 
 
 def _send_reference(torch: Any, model: Any, model64: Float64Reference, inputs: list[Any], name: str,
-                    blobs: BlobChannel) -> tuple[list[Any], str]:
+                    blobs: BlobChannel) -> tuple[list[Any], list[Any] | None, str]:
     """Compute the fp32 and float64 references on ``inputs`` and send both as blob ``name`` (tensor frames)."""
     ref32, ref64, precision = reference_outputs(torch, model, model64, inputs)
     send_groups(torch, blobs, name, {"ref64": ref64, "ref32": ref32})
-    return ref32, precision
+    return ref32, ref64, precision
+
+
+def _await_plan(job: dict[str, Any], channel: Channel, clock: Clock, **sizes: int) -> set[int]:
+    """Say how large a trial's references and outputs are, and the probes' (``sized``), then wait for the parent's
+    answer: the trials whose references to compute (``verify.harness.memory``). Nothing of this process runs on the
+    GPU meanwhile."""
+    clock.full_sync()
+    channel.send("sized", **sizes)
+    plan = Path(job["plan_file"])
+    if not wait_until(plan.exists, job.get("plan_timeout_s", 3600), poll_s=0.005):
+        raise RuntimeError("the parent never said which trials to judge (no plan file)")
+    return {int(i) for i in json.loads(plan.read_text())["judged"]}
 
 
 def _extension_name(code: str) -> str:
@@ -501,6 +534,19 @@ def _equal_state(torch: Any, before: dict[str, Any], model: Any) -> list[str]:
 
 STATEFUL_FILE = "stateful"
 """Written into the shared folder by the trusted child when the task's reference is stateful."""
+
+JUDGED_FILE = "judged.json"
+"""Written into the shared folder by the parent when the host's memory leaves trials unjudged: the judged trials'
+indices (``verify.harness.memory``). The run child sends its outputs on those trials only; the parent keeps no
+others whatever it is sent."""
+
+
+def judged_trials(shared: Path) -> set[int] | None:
+    """The trials whose outputs the parent judges, from ``JUDGED_FILE``; None (all of them) without one."""
+    try:
+        return {int(i) for i in json.loads((shared / JUDGED_FILE).read_text())}
+    except (OSError, ValueError, TypeError):
+        return None
 
 
 def is_stateful(torch: Any, model: Any, inputs: list[Any]) -> bool:
@@ -703,6 +749,7 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
     guard_gen = torch.Generator(device=device)
     guard_gen.manual_seed(job["weight_seed"] ^ 0xBAD)
     poison_bytes = job.get("poison_bytes", 256 * 2**20)
+    judged = judged_trials(shared)
     for trial in job["trials"]:
         index = trial["index"]
         pristine = load_values(torch, shared / f"inputs-{index}", device)
@@ -755,8 +802,9 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
             guards = [j for j, g in enumerate(guarded)
                       if g[1] is not None and not guards_intact(g[1], g[2], guard, g[0].numel())]
             mutated_params = _equal_state(torch, state_before, params_of)
-            name = f"out-{index}-{variant}"
-            send_groups(torch, blobs, name, {"outputs": [o if isinstance(o, torch.Tensor) else None for o in outs]})
+            name = f"out-{index}-{variant}" if judged is None or index in judged else None
+            if name:
+                send_groups(torch, blobs, name, {"outputs": [o if isinstance(o, torch.Tensor) else None for o in outs]})
             channel.send("trial", index=index, variant=variant, blob=name, outputs=[describe(o) for o in outs],
                          changed_after_return=changed_after_return, aliasing=aliasing, mutated_inputs=mutated,
                          mutated_parameters=mutated_params, guard_damage=guards,

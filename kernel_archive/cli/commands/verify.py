@@ -71,8 +71,10 @@ KA_SLOT_ZYGOTE=0 for one per script; KA_PCH=1 shares precompiled torch headers b
 slower on an H200; a verification whose child the host killed runs again alone on the host), stored as each
 finishes, and skipped when already verified by this harness version (so an interrupted batch resumes; --force
 verifies again). --ray ADDRESS runs the same on a Ray cluster. A task whose outputs would not fit in the host's
-memory for every trial (KA_MEMORY_AVAILABLE overrides what the host reports) is judged on its first trials, and
-its report's trials_reduced says so.
+memory for every trial (KA_MEMORY_AVAILABLE overrides what the host reports) is judged on its first trials, whose
+references alone are computed, and its report's trials_reduced says so; in a batch, a verification whose evidence
+reaches 4 GiB (KA_MEMORY_LEDGER_FROM, bytes) reserves it in the host's memory ledger and waits for room while not
+even its first trial fits beside the others' reservations.
 See docs/verify-batch.md.
 
   kernel-archive verify --source cuda-l1 --gpus 2 --i-understand-this-runs-untrusted-code
