@@ -41,6 +41,8 @@ from a zygote of each script's own instead of its batch slot's (``slot_zygote``;
 ``--no-slot-seed`` starts each slot's zygote on its own instead of forking it from the batch's seed (``slot_seed``),
 and ``--no-fork-parents`` starts each script's parent as ``python script.py`` instead of forking it from its slot's
 zygote (``fork_parents``; ``parents_forked_cold`` counts the cold pass's reports whose parent was forked).
+``memory_cold`` says what the host's memory did to the cold pass (``memory_plans``: reservations in the batch's
+ledger, seconds waiting for room, kernels judged on fewer trials than planned).
 ``--against REPORTS.jsonl`` (another run's ``reports-cold.jsonl``) adds ``timing_moves_cold``: how far the same
 kernels' speedups and kernel times moved between that run and this cold pass, host-bound and device-bound apart
 (``verify.batch.stats.timing_moves``).
@@ -398,6 +400,22 @@ def steady_rate(reports: list[dict[str, Any]], slots: int) -> float | None:
     return round(60.0 * (len(ends) - slots) / seconds, 3) if seconds > 0 else None
 
 
+def memory_plans(reports: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """What the host's memory did to a pass (``verify.harness.memory``): how many verifications reserved memory in the
+    batch's ledger, their seconds waiting for room in all, and each kernel judged on fewer trials than planned, as
+    ``judged/planned``.
+
+    Example:
+        >>> memory_plans({"a": {"memory": {"reserved_bytes": 9, "waited_s": 1.5}, "trials_reduced": {"planned": 5,
+        ...               "judged": 1}}, "b": {"status": "passed"}})
+        {'reserved': 1, 'waited_s': 1.5, 'reduced': {'a': '1/5'}}
+    """
+    held = [r["memory"] for r in reports.values() if r.get("memory")]
+    return {"reserved": len(held), "waited_s": round(sum(m.get("waited_s") or 0.0 for m in held), 3),
+            "reduced": {k: f"{r['trials_reduced']['judged']}/{r['trials_reduced']['planned']}"
+                        for k, r in sorted(reports.items()) if r.get("trials_reduced")}}
+
+
 def kernel_ms(report: dict[str, Any]) -> float | None:
     """The report's kernel median (ms)."""
     return (report.get("speed") or {}).get("kernel_ms")
@@ -738,6 +756,7 @@ def main() -> int:
         "fork_parents": parent_forks_enabled(os.environ),
         "parents_forked_cold": sum(r.get("parent_started") == "forked from the slot's zygote"
                                    for r in cold.reports.values()),
+        "memory_cold": memory_plans(cold.reports),
     }
     if args.against is not None:
         result["timing_moves_cold"] = timing_moves(cold.reports, read_reports(args.against))

@@ -56,6 +56,7 @@ def test_the_batch_benchmark_runs_its_passes_and_both_checks_on_cpu(tmp_path: Pa
     finish = result["finish_s_cold"]
     assert list(finish) == ["50%", "75%", "90%", "100%"] and 0 < finish["50%"] <= finish["100%"] < 600
     assert result["heavy_policy"] == "mixed" and result["heavy_finished_cold"] == []
+    assert result["memory_cold"] == {"reserved": 0, "waited_s": 0.0, "reduced": {}}, "small evidence reserves nothing"
     assert abs(sum(result[f"share_{k}"] for k in ("compile", "references", "trials", "timing", "other")) - 1) < 1e-3
     # The batch's default gate is shared: each kernel's baselines and timed series had the device alone.
     assert result["gate_mode"] == "shared"
@@ -235,6 +236,17 @@ def test_the_steady_rate_counts_from_every_slots_first_finish_to_the_last() -> N
     assert bench.steady_rate(reports, 2) == 4.5
     assert bench.steady_rate(reports, 4) is None, "one kernel after the fill is no rate"
     assert bench.steady_rate(reports[:1], 0) is None
+
+
+def test_the_memory_figures_count_reservations_waits_and_reduced_trials() -> None:
+    """Session 45: level 2 task 34 reserved 40.8 GB and was judged on one of five trials in every batch pass."""
+    bench = load_script("bench/verify_batch.py", "bench_verify_batch")
+    reports = {"L2-T34": {"memory": {"reserved_bytes": 40835743744, "reserved_by_others": 1, "waited_s": 0.0},
+                          "trials_reduced": {"planned": 5, "judged": 1}},
+               "L2-T60": {"memory": {"reserved_bytes": 9583261632, "waited_s": 2.25}},
+               "L1-T1": {"status": "passed"}}
+    assert bench.memory_plans(reports) == {"reserved": 2, "waited_s": 2.25, "reduced": {"L2-T34": "1/5"}}
+    assert bench.memory_plans({}) == {"reserved": 0, "waited_s": 0.0, "reduced": {}}
 
 
 def test_alone_check_picks_a_device_bound_kernel_passed_first_then_a_passed_one_then_any_correct_one() -> None:

@@ -4,13 +4,13 @@ The parent judges with every trial's references and the candidate's outputs in i
 default five trials (three calls on the first two) and the probes, about 140 bytes for each element of a
 float32 output. CUDA-L1's level 2 task 34 (1.07 billion output elements) needs more than a 128 GiB host has,
 and the out-of-memory killer ended its verification with no verdict. So once the trusted child has computed the
-first trial's reference, it says how large the references and outputs are (``sized``) and waits; the parent
-compares what the whole evidence will need with the memory the host has left and answers with the first trials
-that fit (``trials_within``). The trusted child computes references for those only, the candidate's outputs on
-the others are neither sent nor kept, and the candidate still runs every trial, so the checks that read its
-messages (aliasing, mutated inputs, threads, fake tensors) see them all. The report names the trials left
-unjudged and why (``trials_reduced``). The decision depends only on the task's output sizes and the host, never
-on the candidate.
+first trial's references and the shape and init probes', it says how large they and the outputs are (``sized``)
+and waits; the parent compares what the whole evidence will need with the memory the host has left and answers
+with the first trials that fit (``trials_within``). The trusted child computes references for those only, the
+candidate's outputs on the others are neither sent nor kept, and the candidate still runs every trial, so the
+checks that read its messages (aliasing, mutated inputs, threads, fake tensors) see them all. The report names the
+trials left unjudged and why (``trials_reduced``). The decision depends on the task's output sizes, the host and
+the batch's other reservations, never on the candidate.
 
 In a batch several verifications share the host, and each sees only the memory free at one moment: two of
 CUDA-L1's largest tasks at once overcommitted it, and the out-of-memory killer ended one (sessions 32, 38, 44).

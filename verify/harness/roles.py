@@ -252,6 +252,7 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
         # Every compared call, here and in the run child, starts from the first state.
         (shared / STATEFUL_FILE).write_text("1")
     restart = Restart(torch, [model, model64.module], stateful=stateful)
+
     def probe_references() -> tuple[int, int]:
         """The shape and init probes' references, sent; their references' bytes and their outputs'."""
         held = out = 0
