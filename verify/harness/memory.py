@@ -156,7 +156,7 @@ class MemoryPlan:
     reserved_by_others: int = 0
     """The other verifications' reservations it counted as taken."""
     reserved_bytes: int = 0
-    """What it reserved in the ledger (0: below ``LEDGER_FROM``, or no ledger)."""
+    """What it reserved (0 below the ledger's threshold, ``LEDGER_FROM``)."""
     waited_s: float = 0.0
 
     def reduced(self, indices: list[int]) -> dict[str, Any] | None:
@@ -191,7 +191,7 @@ class MemoryLedger:
     ``settle`` says how much of the reservation is still to come (what is in memory already shows in the host's own
     figure); ``release`` ends it. A reservation whose holder died (its lock is free) is removed by the next reader, so
     a killed verification holds nothing. Decisions are made under the folder's lock, one at a time. Without a
-    folder nothing is reserved, and a plan counts the host's free memory alone.
+    folder no file is written, and a plan counts the host's free memory alone.
 
     Example:
         >>> import tempfile
