@@ -97,6 +97,8 @@ def test_a_large_plan_counts_the_other_reservations_and_small_ones_never_reserve
     assert (plan.judged, plan.reserved_bytes, plan.reserved_by_others, plan.needed_bytes) == (1, GIB, 9 * GIB, 9 * GIB)
     small = _ledger(tmp_path, 12).plan(DEFAULT, 20, held_bytes=12, timeout_s=0)
     assert (small.judged, small.reserved_bytes, small.reserved_by_others) == (5, 0, 0), "below LEDGER_FROM: as alone"
+    _ledger(tmp_path / "fresh", 12).plan(DEFAULT, 20, held_bytes=12, timeout_s=0)
+    assert not (tmp_path / "fresh").exists(), "a small plan neither reads nor writes the ledger"
     first.release()
     second.release()
     assert not list(tmp_path.glob("*.reserved"))
