@@ -195,9 +195,7 @@ def _warm_flop_counter(torch: Any) -> None:
 
 
 def _bytes_moved(torch: Any, model: Any, inputs: list[Any], outputs: list[Any]) -> int:
-    tensors = [t for t in [*inputs, *outputs] if isinstance(t, torch.Tensor)]
-    tensors += list(model.parameters())
-    return int(sum(t.numel() * t.element_size() for t in tensors))
+    return int(tensor_bytes([t for t in [*inputs, *outputs] if isinstance(t, torch.Tensor)] + list(model.parameters())))
 
 
 def _rel_change(torch: Any, a: list[Any], b: list[Any]) -> float:
