@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -72,14 +73,15 @@ def test_a_large_reference_crosses_a_real_pipe_intact() -> None:
     assert bytes(got["note"]) == b"plain bytes still work"
 
 
-def _through(channel_memory: bool, reader_memory: bool, send: object, copy: bool = False) -> dict[str, object]:
+def _through(channel_memory: bool, reader_memory: bool, send: object, copy: bool = False,
+             held: Callable[[str, int], None] | None = None) -> dict[str, object]:
     """Everything ``send`` writes, then read: payloads in memory leave only headers in the pipe, so no thread."""
     read_fd, write_fd = os.pipe()
     memory = os.memfd_create("ka-test", os.MFD_CLOEXEC)
     send(BlobChannel(write_fd, memory if channel_memory else None))  # type: ignore[operator]
     os.close(write_fd)
     with os.fdopen(read_fd, "rb", buffering=0) as stream:
-        got = read_blobs(stream, memory if reader_memory else None, copy=copy)
+        got = read_blobs(stream, memory if reader_memory else None, copy=copy, held=held)
     os.close(memory)
     return got
 
@@ -164,9 +166,12 @@ def test_a_skipped_payload_is_read_past_unkept_and_its_pages_go_back(in_memory: 
 
     thread = threading.Thread(target=send)
     thread.start()
+    held: dict[str, int] = {}
     with os.fdopen(read_fd, "rb", buffering=0) as stream:
-        got = read_blobs(stream, memory if in_memory else None, copy=copy, skip=skip, places=places)
+        got = read_blobs(stream, memory if in_memory else None, copy=copy, skip=skip, places=places,
+                         held=lambda name, nbytes: held.__setitem__(name, nbytes))
     thread.join(timeout=60)
+    assert held == {name: len(got[name]) for name in got}, "each kept payload's bytes, none of the skipped ones"
     blocks = os.fstat(memory).st_blocks
     assert asked == list(sent), "asked once for each payload, in order"
     assert sorted(got) == ["out-0-a", "out-30-a", "out-shape"]
@@ -192,8 +197,12 @@ def test_identical_outputs_are_held_once_and_any_other_apart() -> None:
         for name, tensor in sent.items():
             channel.send_parts(name, pack_groups(torch, {"outputs": [tensor]}))
 
-    got = _through(True, True, send, copy=True)
+    held: list[tuple[str, int]] = []
+    got = _through(True, True, send, copy=True, held=lambda name, nbytes: held.append((name, nbytes)))
     assert got["out-0-b"] is got["out-0-a"], "a byte-identical payload is the earlier buffer itself"
+    size = len(got["out-0-a"])
+    assert held == [("out-0-a", size), ("out-0-b", 0), ("out-0-c", size), ("out-1-a", size), ("out-2-a", size)], \
+        "a twin holds no new bytes"
     assert got["out-0-c"] is not got["out-0-a"] and got["out-2-a"] is not got["out-1-a"]
     assert got["out-1-a"] is not got["out-0-a"], "only the last payload of a size is compared"
     for name, tensor in sent.items():

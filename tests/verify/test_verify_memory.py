@@ -201,6 +201,38 @@ def test_the_planner_lets_go_of_the_gpu_while_it_waits_and_writes_its_plan(tmp_p
     planner.ledger.release()
 
 
+def test_the_planner_settles_its_reservation_as_each_payload_arrives(tmp_path: Path) -> None:
+    planner = TrialPlanner([{"index": i} for i in range(3)], _ledger(tmp_path, 12), tmp_path / "plan", deep_trials=0,
+                           gate=GpuGate(None), timeout_s=1)
+    # The first trial's references (3 GiB) arrived before the plan: they are what it holds, not what is to come.
+    planner.arrived("ref-0", 3 * GIB)
+    plan = planner.handle({"kind": "sized", "ref_bytes": 3 * GIB, "out_bytes": GIB // 4, "probe_ref_bytes": 0,
+                           "probe_out_bytes": 0})
+    assert plan is not None and plan.judged == 3 and plan.reserved_bytes == 8 * GIB
+    assert _ledger(tmp_path, 12).others() == [8 * GIB]
+    remaining = [8 * GIB]
+    for name, nbytes in [("ref-1", 3 * GIB), ("out-0-a", GIB // 4), ("state-probe-first", GIB // 4),
+                         ("inputs-0", GIB), ("out-0-b", 0), ("ref-2", 3 * GIB)]:
+        planner.arrived(name, nbytes)
+        remaining.append(_ledger(tmp_path, 12).others()[0])
+    assert remaining == [8 * GIB, 5 * GIB, 5 * GIB - GIB // 4, 4.5 * GIB, 4.5 * GIB, 4.5 * GIB, 1.5 * GIB], \
+        "references, outputs and the probe's outputs settle it; other payloads and a twin's 0 bytes do not"
+    planner.arrived("out-2-a", 100 * GIB)
+    assert _ledger(tmp_path, 12).others() == [0], "never below nothing"
+    planner.ledger.release()
+
+
+def test_a_planner_without_a_reservation_settles_nothing(tmp_path: Path) -> None:
+    planner = TrialPlanner([{"index": 0}, {"index": 1}], _ledger(tmp_path, 12), tmp_path / "plan", deep_trials=0,
+                           gate=GpuGate(None), timeout_s=1)
+    planner.arrived("out-0-a", GIB)  # before any plan: counted, nothing to settle
+    plan = planner.handle({"kind": "sized", "ref_bytes": 12, "out_bytes": 4, "probe_ref_bytes": 0,
+                           "probe_out_bytes": 0})
+    planner.arrived("ref-1", 12)
+    assert plan is not None and plan.reserved_bytes == 0 and planner.arrived_bytes == GIB + 12
+    assert not list(tmp_path.glob("*.reserved"))
+
+
 def test_a_planner_that_fails_still_answers_with_every_trial(tmp_path: Path) -> None:
     planner = TrialPlanner([{"index": 0}, {"index": 1}], MemoryLedger(None), tmp_path / "plan", deep_trials=2,
                            gate=GpuGate(None), timeout_s=1)
@@ -273,6 +305,33 @@ def test_a_verification_in_a_batch_counts_and_waits_for_the_other_reservations(t
                                                                    marks.read_text().splitlines()}
     assert waited["status"] == shared["status"] and waited["checks"].keys() == shared["checks"].keys()
     assert not list(ledger.glob("*.reserved"))
+
+
+def test_a_verification_in_a_batch_settles_its_reservation_as_its_evidence_arrives(tmp_path: Path) -> None:
+    ledger = tmp_path / "ledger"
+    env = {LEDGER_ENV: str(ledger), LEDGER_FROM_ENV: "1", MEMORY_LIMIT_ENV: str(10**6)}
+    seen: list[int] = []
+    stop = threading.Event()
+
+    def watch() -> None:
+        reader = MemoryLedger(ledger, available=lambda: 10**6)
+        while not stop.is_set():
+            seen.extend(reader.others())
+            time.sleep(0.001)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        report = verify_code(TASK, HONEST, "model-new", OPTIONS, env=env)
+    finally:
+        stop.set()
+        watcher.join()
+    # Every trial judged: 13312 bytes reserved, settled down payload by payload while the children ran (a
+    # payload's bytes include its frame's header, so the first trial's references already take a little off).
+    assert report["memory"]["reserved_bytes"] == 13312 and "trials_reduced" not in report
+    steps = sorted(set(seen), reverse=True)
+    assert 12800 < steps[0] <= 13312 and len([b for b in steps if 0 < b < 12800]) >= 3, steps
+    assert report["checks"]["correctness"]["verdict"] == "pass"
 
 
 PROBED_TASK = TASK.replace("import torch.nn as nn\n", "import torch.nn as nn\nbatch_size = 8\nfeatures = 16\n").replace(

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-HARNESS_VERSION = "1.30"
+HARNESS_VERSION = "1.31"
 
 # Attributes whose identity must not change once the candidate is imported (timer and harness patching).
 # (torch.manual_seed is left out: torch._dynamo rebinds it when it is first imported.)
@@ -385,7 +385,8 @@ def copy_payload(fd: int, offset: int, size: int, twin: bytearray | None = None,
 
 def read_blobs(stream: Any, memory: int | None = None, copy: bool = False,
                skip: Callable[[str], bool] | None = None,
-               places: dict[str, tuple[int, int]] | None = None) -> dict[str, Any]:
+               places: dict[str, tuple[int, int]] | None = None,
+               held: Callable[[str, int], None] | None = None) -> dict[str, Any]:
     """Read every frame a ``BlobChannel`` wrote, until end of file (payloads as writable buffers).
 
     A payload in ``memory`` is mapped copy-on-write (no copy), or with ``copy`` read into the parent's own
@@ -395,7 +396,8 @@ def read_blobs(stream: Any, memory: int | None = None, copy: bool = False,
     without ``memory``, or one that points outside it, ends the reading as a malformed frame does. A payload
     whose name ``skip`` accepts (asked as its frame arrives) is read past, and its pages given back, unkept.
     ``places`` collects each mapped payload's offset and size, for giving its pages back later (the parent's
-    ``ChildProcess.release_blob``).
+    ``ChildProcess.release_blob``). ``held(name, nbytes)`` is told, as each kept payload arrives, how many bytes
+    of host memory it newly holds: its size, or 0 for a copy that is its twin's buffer.
     """
     blobs: dict[str, Any] = {}
     last_of_size: dict[int, bytearray] = {}
@@ -448,15 +450,20 @@ def read_blobs(stream: Any, memory: int | None = None, copy: bool = False,
                         raise EOFError
                     punch_hole(memory, offset, size)
                     continue
+                twin = last_of_size.get(size)
                 blobs[name] = mapped(offset, size)
                 if places is not None and not copy:
                     places[name] = (offset, size)
+                if held is not None:
+                    held(name, 0 if copy and blobs[name] is twin else size)
             elif unkept:
                 left = int.from_bytes(exactly(8), "little")
                 while left:
                     left -= len(exactly(min(left, 1 << 20)))
             else:
                 blobs[name] = payload(int.from_bytes(exactly(8), "little"))
+                if held is not None:
+                    held(name, len(blobs[name]))
         except (EOFError, ValueError, OSError):
             return blobs
 

@@ -41,7 +41,7 @@ from verify.harness.common import (
     read_blobs,
     wait_until,
 )
-from verify.harness.frames import tensor_bytes, unpack_groups
+from verify.harness.frames import unpack_groups
 from verify.harness.fused import FUSED_USED, warm_fused
 from verify.harness.gate import GateKeeper, GpuGate
 from verify.harness.judge import (
@@ -294,13 +294,16 @@ class ChildProcess:
     With a ``zygote`` the child is forked from it (``verify.harness.zygote``); if the zygote cannot, it is
     started by exec, and its report's ``started`` says why. With a ``planner`` the reading thread hands it the
     child's ``sized`` message (``TrialPlanner.handle``); like a gate request, the wait is not the child's time.
+    ``on_blob(name, nbytes)`` hears of each payload kept as it arrives (``read_blobs``'s ``held``).
     """
 
     def __init__(self, argv: list[str], *, role: str, env: dict[str, str], cwd: str | os.PathLike[str],
                  channel: bool = True, blobs: bool = False, blob_memory: str | None = None,
                  keeper: GateKeeper | None = None, zygote: Zygote | None = None,
-                 planner: Callable[[dict[str, Any]], Any] | None = None) -> None:
+                 planner: Callable[[dict[str, Any]], Any] | None = None,
+                 on_blob: Callable[[str, int], None] | None = None) -> None:
         self.report = ChildReport(role=role)
+        self._on_blob = on_blob
         self._keeper = keeper
         self._planner = planner
         self._paused_s = 0.0
@@ -360,7 +363,7 @@ class ChildProcess:
             with os.fdopen(read_fd, "rb", buffering=0) as stream:
                 self.blobs = read_blobs(stream, self._memory, copy=self._copy_blobs,
                                         skip=lambda name: self.skip_blob is not None and self.skip_blob(name),
-                                        places=self._places)
+                                        places=self._places, held=self._on_blob)
         finally:
             # Mapped payloads keep the memory file open for release_blob; copied ones need it no more.
             if self._memory is not None and (self._copy_blobs or not self._places):
@@ -782,7 +785,8 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
         trusted = ChildProcess([*python, "--role", "trusted", "--job", str(trusted_job)], role="trusted",
                                env=scrubbed_environment(dict(os.environ), str(trusted_dir)), cwd=trusted_dir,
                                blobs=True, blob_memory="map", keeper=keepers["trusted"], zygote=zygote,
-                               planner=planner.handle if planner else None)
+                               planner=planner.handle if planner else None,
+                               on_blob=planner.arrived if planner else None)
         env = candidate_environment(dict(os.environ), str(cand_dir), args.build_dir)
         if args.build_dir:
             job["build_dir"] = str(Path(args.build_dir).resolve())
@@ -797,7 +801,8 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
                                     | _grants(keepers["run"], gate_timeout)))
         runner: ChildProcess | None = ChildProcess([*python, "--role", "run", "--job", str(run_job)], role="run",
                                                    env=env, cwd=cand_dir, blobs=True, blob_memory="copy",
-                                                   keeper=keepers["run"], zygote=zygote)
+                                                   keeper=keepers["run"], zygote=zygote,
+                                                   on_blob=planner.arrived if planner else None)
         if keepers["run"] is not None:
             keepers["run"].freeze = runner.freeze
         # Each child deletes its job file as soon as it has read it; candidate code must find none.
@@ -871,10 +876,6 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
             report["memory"] = {"reserved_bytes": planner.plan.reserved_bytes,
                                 "reserved_by_others": planner.plan.reserved_by_others,
                                 "waited_s": round(planner.plan.waited_s, 3)}
-            # The references are in memory now, where the host's own figure counts them.
-            loaded = sum(tensor_bytes((r or {}).get(k)) for r in [*ev.refs.values(), ev.shape_ref, ev.init_ref]
-                         for k in ("ref64", "ref32"))
-            ledger.settle(ledger.reserved + planner.held_bytes - loaded)
         # While the candidate runs: the judge's fused passes, if these outputs are large enough to use them.
         warm_fused(max((getattr(t, "numel", lambda: 0)() for refs in ev.refs.values() for t in refs["ref32"]),
                        default=0))
@@ -992,6 +993,10 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
             shutil.rmtree(root, ignore_errors=True)
 
 
+EVIDENCE_BLOBS: tuple[str, ...] = ("ref-", "out-", "state-probe-")
+"""Name prefixes of the payloads a memory plan counts: references, outputs, the statefulness probe's outputs."""
+
+
 class TrialPlanner:
     """The parent's answer to the trusted child's ``sized`` message: the trials it computes references for, and whose
     outputs are judged (``verify.harness.memory``), written to ``plan_file``.
@@ -1026,6 +1031,8 @@ class TrialPlanner:
         self.plan: MemoryPlan | None = None
         self.error: str | None = None
         self.held_bytes = 0
+        self.arrived_bytes = 0
+        self._arriving = threading.Lock()
 
     def handle(self, message: dict[str, Any]) -> MemoryPlan | None:
         """Plan on a ``sized`` message (once), write ``plan_file``, and return the plan (None on an error)."""
@@ -1046,6 +1053,7 @@ class TrialPlanner:
             self.plan = self.ledger.plan(sizes, extra, held_bytes=self.held_bytes, timeout_s=self.timeout_s,
                                          on_wait=self._waiting)
             judged = judged[:self.plan.judged]
+            self.arrived("", 0)
         except Exception as error:
             self.error = f"the memory plan failed ({type(error).__name__}: {error}); every trial is judged"[:300]
         partial = self.plan_file.with_name(self.plan_file.name + ".partial")
@@ -1054,6 +1062,21 @@ class TrialPlanner:
         if self.plan is not None:
             self.marks.append((time.monotonic(), f"memory-planned:{self.plan.judged}"))
         return self.plan
+
+    def arrived(self, name: str, nbytes: int) -> None:
+        """Count a reference or output payload of ``nbytes`` now in the parent's memory (both children's reading
+        threads call it), and settle the reservation to what is still to come.
+
+        The host's free memory counts a payload from the moment it is in memory, and the other verifications read
+        that figure beside this reservation's: settled only once all the evidence was in, the outputs on their way
+        counted twice (session 45: level 2 task 60 judged on one trial of five beside level 2 task 34). The bytes
+        held when the plan was made (the first trial's and the probes' references) are in the plan already.
+        """
+        with self._arriving:
+            if name.startswith(EVIDENCE_BLOBS):
+                self.arrived_bytes += nbytes
+            if self.plan is not None and self.plan.reserved_bytes:
+                self.ledger.settle(self.plan.reserved_bytes - max(0, self.arrived_bytes - self.held_bytes))
 
     def _waiting(self, waiting: bool) -> None:
         self.marks.append((time.monotonic(), "memory-wait" if waiting else "memory-room"))
