@@ -16,7 +16,8 @@ In a batch several verifications share the host, and each sees only the memory f
 CUDA-L1's largest tasks at once overcommitted it, and the out-of-memory killer ended one (sessions 32, 38, 44).
 So a verification whose evidence reaches ``LEDGER_FROM`` reserves it in the batch's ledger (``MemoryLedger``, a
 folder that ``KA_MEMORY_LEDGER`` names), counts the other reservations as taken, and waits for room while not
-even its first trial fits beside them.
+even its first trial fits beside them. Its parent settles the reservation as each reference and output arrives
+(``verify.harness.parent.TrialPlanner.arrived``), since from then on the host's free memory counts those bytes.
 
 Example:
     >>> sizes = [TrialSize(ref_bytes=12, out_bytes=4, calls=3)] * 2 + [TrialSize(ref_bytes=12, out_bytes=4, calls=1)] * 3
@@ -189,7 +190,7 @@ class MemoryLedger:
 
     ``plan`` decides how many trials a verification judges and, for evidence of ``LEDGER_FROM`` or more, reserves it;
     ``settle`` says how much of the reservation is still to come (what is in memory already shows in the host's own
-    figure); ``release`` ends it. A reservation whose holder died (its lock is free) is removed by the next reader, so
+    figure; the parent settles after each payload that arrives); ``release`` ends it. A reservation whose holder died (its lock is free) is removed by the next reader, so
     a killed verification holds nothing. Decisions are made under the folder's lock, one at a time. Without a
     folder no file is written, and a plan counts the host's free memory alone.
 
