@@ -190,9 +190,10 @@ class MemoryLedger:
 
     ``plan`` decides how many trials a verification judges and, for evidence of ``LEDGER_FROM`` or more, reserves it;
     ``settle`` says how much of the reservation is still to come (what is in memory already shows in the host's own
-    figure; the parent settles after each payload that arrives); ``release`` ends it. A reservation whose holder died (its lock is free) is removed by the next reader, so
-    a killed verification holds nothing. Decisions are made under the folder's lock, one at a time. Without a
-    folder no file is written, and a plan counts the host's free memory alone.
+    figure; the parent settles after each payload that arrives); ``release`` ends it. A reservation whose holder
+    died (its lock is free) is removed by the next reader, so a killed verification holds nothing. Decisions are
+    made under the folder's lock, one at a time. Without a folder no file is written, and a plan counts the host's
+    free memory alone.
 
     Example:
         >>> import tempfile
