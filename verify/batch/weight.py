@@ -45,7 +45,9 @@ longest verifications start at once. ``last``: after every light one. Under ``fi
 BATCH_HEAVY = "mixed"
 """The batch's default policy; ``KA_BATCH_HEAVY`` or ``--heavy`` overrides it. On the bench's sample of 40 (session 43,
 one H200) ``last`` finished 30 kernels in 111 s against 270 s, and the 40th at 401 s against 309 s: a batch ends with
-its longest verification, which ``last`` starts late."""
+its longest verification, which ``last`` starts late. ``first`` ran slower than ``mixed`` in both pairs of passes on
+one H200 (session 48: 8.68 and 8.39 kernels/min against 9.76 and 8.69): its heavy kernels run together and slow each
+other."""
 
 HEAVY_SEATS = 2
 """Heavy kernels running on one GPU at once under ``first`` and ``last``: a batch slot takes a heavy kernel only while

@@ -122,8 +122,9 @@ def verify(
                                       f"{HEAVY_OUTPUT_BYTES // 2**20} MiB of outputs or more): 'first' or 'last', "
                                       f"before or after the light ones, {HEAVY_SEATS} at a time on a GPU; 'mixed' "
                                       f"keeps them in place (default: KA_BATCH_HEAVY, else {BATCH_HEAVY}). 'last' "
-                                      "gives most results sooner and the last one later (docs/verify-batch.md). "
-                                      "Verdicts are the same either way.")] = None,
+                                      "gives most results sooner and the last one later; 'first' ran slower than "
+                                      "'mixed' on one H200 (docs/verify-batch.md). Verdicts are the same either way.")
+    ] = None,
     trials: Annotated[int, typer.Option("--trials", min=1, help="Correctness trials (fresh seeds).")] = 5,
     static_only: Annotated[bool, typer.Option("--static-only", help="Only the checks that need no GPU.")] = False,
     untrusted_ok: Annotated[
