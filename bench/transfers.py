@@ -10,7 +10,10 @@ real ``BlobChannel`` with a reader thread as the parent has:
 - ``two copies``: harness 1.11 (``pack_groups`` then ``send_parts``);
 - ``mapped``: one copy into the mapping, its pages faulted in by the copy;
 - ``mapped, fallocate``: the pages allocated first in one call;
-- ``mapped, fallocate, pinned``: and page-locked for CUDA (``cudaHostRegister``), so the copy is one DMA.
+- ``mapped, fallocate, pinned``: and page-locked for CUDA (``cudaHostRegister``), so the copy is one DMA (harnesses
+  1.12-1.31);
+- ``mapped, fallocate, staged``: through two reused page-locked buffers instead, the copy from the device into one
+  overlapping the CPU's copy of the other into the mapping (``verify.harness.frames.copy_staged``, harness 1.32).
 
 It also times how the trusted child draws a task's inputs: on the CPU then copied over (harness 1.11) or drawn
 on the device (``verify.harness.tensors.task_inputs``); how it saves them for the run child (``torch.save``, or
@@ -40,7 +43,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-METHODS = ("two copies", "mapped", "mapped, fallocate", "mapped, fallocate, pinned")
+METHODS = ("two copies", "mapped", "mapped, fallocate", "mapped, fallocate, pinned", "mapped, fallocate, staged")
 SIZES = {"16M": 16 * 2**20, "128M": 128 * 2**20, "512M": 512 * 2**20}
 """Output elements; each is sent as a float64 and a float32 tensor, as a reference is (12 bytes an element)."""
 
@@ -67,7 +70,8 @@ def send_seconds(torch: Any, method: str, groups: dict[str, list[Any] | None]) -
     if method == "two copies":
         channel.send_parts("ref", pack_groups(torch, {k: [t.cpu() for t in v or []] for k, v in groups.items()}))
     else:
-        send_groups(torch, channel, "ref", groups, preallocate="fallocate" in method, pin="pinned" in method)
+        send_groups(torch, channel, "ref", groups, preallocate="fallocate" in method, pin="pinned" in method,
+                    stage="staged" in method)
     seconds = time.perf_counter() - start
     os.close(write_fd)
     reader.join()
@@ -120,7 +124,8 @@ def measure(device: str, scale: int, work: Path) -> dict[str, Any]:
         n = max(1, elements // scale)
         ref64 = torch.randn(n, dtype=torch.float64, device=device)
         groups: dict[str, list[Any] | None] = {"ref64": [ref64], "ref32": [ref64.float()]}
-        send_seconds(torch, methods[-1], groups)  # the first use of each path's code, and CUDA's pinned pool
+        for method in methods[3:] or methods[-1:]:
+            send_seconds(torch, method, groups)  # the first use of each path's code, and CUDA's pinned pool
         for method in methods:
             seconds = send_seconds(torch, method, groups)
             send_s[method][label] = seconds
