@@ -1,5 +1,6 @@
 """GPU suite for ``verify.harness.frames``: device tensors cross into the parent's memory file through the staging
-buffers (harness 1.32) with exactly the bytes the registered mapping (harnesses 1.12-1.31) and ``pack_groups`` give.
+buffers (``KA_STAGE_FRAMES=1``) with exactly the bytes the registered mapping (the default since harness 1.12) and
+``pack_groups`` give.
 
 The CPU tests (``tests/verify/test_verify_frames.py``) hold the chunking on host tensors; these hold it where the
 chunks cross from the device asynchronously, for every dtype the frames carry, chunk boundaries inside elements,

@@ -300,10 +300,20 @@ def test_a_staged_copy_lands_every_byte_at_its_offset(size: int, buffers: tuple[
     assert not target[:3].any() and not target[3 + size:].any()
 
 
-def test_frames_are_staged_unless_switched_off() -> None:
+def test_a_staged_copy_refuses_a_target_of_another_size() -> None:
+    from verify.harness.frames import copy_staged
+
+    staging = [torch.zeros(4, dtype=torch.uint8)] * 2
+    with pytest.raises(ValueError, match="needs a contiguous host target"):
+        copy_staged(torch, torch.zeros(10, dtype=torch.uint8), torch.zeros(9, dtype=torch.uint8), staging)
+    with pytest.raises(ValueError, match="needs a contiguous host target"):
+        copy_staged(torch, torch.zeros(10, dtype=torch.uint8), torch.zeros(20, dtype=torch.uint8)[::2], staging)
+
+
+def test_frames_are_staged_only_when_asked() -> None:
     from verify.harness.frames import STAGE_FRAMES_ENV, stage_frames
 
-    assert stage_frames({}) and stage_frames({STAGE_FRAMES_ENV: "1"}) and not stage_frames({STAGE_FRAMES_ENV: "0"})
+    assert stage_frames({STAGE_FRAMES_ENV: "1"}) and not stage_frames({}) and not stage_frames({STAGE_FRAMES_ENV: "0"})
 
 
 def test_staged_writing_of_host_tensors_is_the_plain_write() -> None:

@@ -163,10 +163,11 @@ def unpack_groups(torch: Any, payload: bytearray | bytes | None) -> dict[str, li
 
 PIN_FRAMES = True
 """Whether ``send_groups`` registers its mapping with CUDA (page-locked) before copying device tensors into it, so
-the copy is one DMA rather than staged through the driver's own buffers (when ``STAGE_FRAMES`` is off)."""
+the copy is one DMA rather than staged through the driver's own buffers (unless ``stage_frames``)."""
 
 STAGE_FRAMES_ENV = "KA_STAGE_FRAMES"
-"""``0``: device tensors cross into the mapping by registering it (``PIN_FRAMES``), not through the staging buffers."""
+"""``1``: device tensors cross into the mapping through the staging buffers (``stage_frames``) instead of registering
+it (``PIN_FRAMES``)."""
 
 STAGE_BYTES = 64 * 2**20
 """Each of a process's two page-locked staging buffers (``stage_frames``): a chunk of a device tensor is copied into
@@ -177,19 +178,21 @@ _STAGING_LOCK = threading.Lock()
 
 
 def stage_frames(environ: dict[str, str] | os._Environ[str] | None = None) -> bool:
-    """Whether device tensors cross into a mapping through two reused page-locked buffers (harness 1.32): unless
-    ``KA_STAGE_FRAMES=0``.
+    """Whether device tensors cross into a mapping through two reused page-locked buffers: with ``KA_STAGE_FRAMES=1``.
 
     Page-locking the mapping itself (``cudaHostRegister``, harness 1.12) pins every page of it for one copy and
-    unpins them after: 1.6-2.6 GB/s for a reference on an H200. The staging buffers are pinned once per process, and
-    the copy from the device into one overlaps the CPU's copy of the other into the mapping.
+    unpins them after. The staging buffers are pinned once per process, and the copy from the device into one
+    overlaps the CPU's copy of the other into the mapping: on an idle H200 host 6.1 GB/s against 2.5 for a reference
+    of 512M elements (``bench/transfers.py``, session 48). In a batch the first version cost the children 5
+    CPU-seconds a kernel more at the median and gained nothing, so it is off by default until the version that
+    copies on one thread and sleeps while it waits has been measured (``docs/verify.md``, "Staged frames").
 
     Example:
-        >>> stage_frames({"KA_STAGE_FRAMES": "0"}), stage_frames({})
-        (False, True)
+        >>> stage_frames({"KA_STAGE_FRAMES": "1"}), stage_frames({})
+        (True, False)
     """
     environ = os.environ if environ is None else environ
-    return environ.get(STAGE_FRAMES_ENV, "1") != "0"
+    return environ.get(STAGE_FRAMES_ENV, "0") == "1"
 
 
 def send_groups(torch: Any, blobs: Any, name: str, groups: dict[str, list[Any] | None], *,
@@ -246,6 +249,9 @@ def copy_staged(torch: Any, source: Any, target: Any, staging: list[Any]) -> Non
         >>> target.tolist()
         [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
     """
+    if target.numel() != source.numel() or not target.is_contiguous() or target.is_cuda:
+        raise ValueError(f"a staged copy of {source.numel()} bytes needs a contiguous host target of as many, "
+                         f"not {target.numel()}")
     chunk = min(buffer.numel() for buffer in staging)
     on_device = source.is_cuda
     pending: tuple[Any, Any, int, int] | None = None
@@ -254,7 +260,8 @@ def copy_staged(torch: Any, source: Any, target: Any, staging: list[Any]) -> Non
             n = min(chunk, source.numel() - start)
             buffer = staging[(start // chunk) % len(staging)][:n]
             buffer.copy_(source[start:start + n], non_blocking=on_device)
-            done = torch.cuda.Event() if on_device else None
+            # A blocking event: the thread sleeps until the chunk is in, where a default one spins on a core.
+            done = torch.cuda.Event(blocking=True) if on_device else None
             if done is not None:
                 done.record()
             if pending is not None:
@@ -265,9 +272,12 @@ def copy_staged(torch: Any, source: Any, target: Any, staging: list[Any]) -> Non
 
 
 def _drain(target: Any, buffer: Any, done: Any, start: int, n: int) -> None:
+    import ctypes
+
     if done is not None:
         done.synchronize()
-    target[start:start + n].copy_(buffer)
+    # One memmove on this thread: torch's own copy runs on an OpenMP team sized to the host, whose threads then spin.
+    ctypes.memmove(target.data_ptr() + start, buffer.data_ptr(), n)
 
 
 def save_values(torch: Any, values: list[Any], path: Path) -> None:
