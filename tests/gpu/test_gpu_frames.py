@@ -71,7 +71,8 @@ def test_a_reference_of_several_chunks_arrives_whole_though_the_device_changes_i
     assert torch.equal(got["ref64"][0], expected64) and torch.equal(got["ref32"][0], expected32)
 
 
-def test_saved_inputs_cross_through_the_staging_buffers_intact(tmp_path: Path) -> None:
+def test_saved_inputs_cross_through_the_staging_buffers_intact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(frames.STAGE_FRAMES_ENV, "1")
     values = [torch.randn(frames.STAGE_BYTES // 4 + 3, device="cuda"), 3, torch.arange(10, device="cuda")]
     frames.save_values(torch, values, tmp_path / "inputs")
     back = frames.load_values(torch, tmp_path / "inputs", device="cuda")
