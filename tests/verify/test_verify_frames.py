@@ -316,6 +316,14 @@ def test_frames_are_staged_only_when_asked() -> None:
     assert stage_frames({STAGE_FRAMES_ENV: "1"}) and not stage_frames({}) and not stage_frames({STAGE_FRAMES_ENV: "0"})
 
 
+def test_the_staging_switch_reaches_the_children_and_secrets_do_not() -> None:
+    from verify.harness.frames import STAGE_FRAMES_ENV, stage_frames
+    from verify.harness.parent import scrubbed_environment
+
+    env = scrubbed_environment({STAGE_FRAMES_ENV: "1", "HF_TOKEN": "hf_x"}, "/tmp/ka-home")
+    assert stage_frames(env) and "HF_TOKEN" not in env
+
+
 def test_staged_writing_of_host_tensors_is_the_plain_write() -> None:
     from verify.harness.frames import _layout, _write, frames_size
 
