@@ -20,6 +20,7 @@ from verify.batch.stats import (
     BatchStats,
     give_way_waits,
     held_up_by,
+    requeued_waits,
     seat_times,
     stopped_record,
     time_shares,
@@ -361,6 +362,27 @@ def test_held_up_by_names_the_last_piece_let_go_on_the_same_gpu() -> None:
     # From harness 1.26 the parent lets go between its children: c's wait ends on b's trusted child's exit.
     b_126 = _shared(10.0, "0", [[1.5, "trusted", "exit"], [1.6, "parent", "gpu-away"], [3.0, "parent", "gpu-back"]])
     assert held_up_by([a, b_126]) == {"alone_wait_total_s": 3.0, "alone_held_up_by": [["trusted:exit -> between", 3.0]]}
+
+
+def test_requeued_waits_count_only_what_came_after_anothers_alone_hold_on_the_same_gpu() -> None:
+    # a holds GPU 0 alone from 2 to 4 (its run child's timed series); b asks at 3 and is granted at 5.5: 1.5 s after
+    # a's hold ended, draining the sharers. c asks at 6 with no one alone: its wait is not requeued. On GPU 1, d holds
+    # alone from 3 until its parent lets go between its children at 7; e asks at 4 and gets it at 7.2.
+    a = _shared(0.0, "0", [[1.0, "run", "gate:alone"], [2.0, "parent", "gate:run:alone"],
+                           [4.0, "parent", "gate:run:shared"]])
+    b = _shared(0.0, "0", [[3.0, "trusted", "gate:alone"], [5.5, "parent", "gate:trusted:alone"],
+                           [5.8, "parent", "gate:trusted:shared"]])
+    c = _shared(0.0, "0", [[6.0, "run", "gate:alone"], [6.5, "parent", "gate:run:alone"]])
+    d = _shared(0.0, "1", [[2.5, "trusted", "gate:alone"], [3.0, "parent", "gate:trusted:alone"],
+                           [7.0, "parent", "gpu-away"]])
+    e = _shared(0.0, "1", [[4.0, "run", "gate:alone"], [7.2, "parent", "gate:run:alone"]])
+    exclusive = {"gate": {"mode": "exclusive"}, "timeline_origin": 0.0, "timeline": [[3.5, "run", "gate:alone"],
+                                                                                    [50.0, "parent", "gate:run:alone"]]}
+    result = requeued_waits([a, b, c, d, e, exclusive])
+    assert result["alone_requeued_n"] == 2 and abs(result["alone_requeued_s"] - 1.7) < 1e-9
+    assert requeued_waits([a, c]) == {"alone_requeued_s": 0.0, "alone_requeued_n": 0}
+    # A hold on another GPU never counts: b alone beside d.
+    assert requeued_waits([b, d]) == {"alone_requeued_s": 0.0, "alone_requeued_n": 0}
 
 
 def test_held_up_by_puts_a_wait_down_to_the_stopped_script_that_held_it() -> None:

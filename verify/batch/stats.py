@@ -305,6 +305,59 @@ def held_up_by(reports: list[dict[str, Any]], top: int = 5) -> dict[str, Any]:
             "alone_held_up_by": [[name, round(s, 3)] for name, s in pieces.most_common(top)]}
 
 
+def requeued_waits(reports: list[dict[str, Any]]) -> dict[str, Any]:
+    """The part of the waits for the GPU alone that came after another verification's alone time had ended.
+
+    A request for the GPU alone (``alone_waits``) that arrives while another verification holds it waits for that
+    hold, then for every sharer that came back meanwhile to reach its next yield point: the gate's turnstile does not
+    keep them out between two timed series. This sums, over the requests that waited behind another's alone hold on
+    their GPU, the seconds from the last such hold's end to their grant (``alone_requeued_s``, with
+    ``alone_requeued_n`` such requests): what handing the GPU from one timed series straight to the next would save
+    at most. A hold ends at its role's next gate mark (shared, away, yield) or when its parent lets go of the GPU.
+    Reports as for ``held_up_by``.
+
+    Example:
+        >>> a = {"timeline_origin": 0.0, "gate": {"mode": "shared"}, "batch": {"gpu": "0"}, "timeline": [
+        ...      [1, "run", "gate:alone"], [2, "parent", "gate:run:alone"], [4, "parent", "gate:run:shared"]]}
+        >>> b = {"timeline_origin": 0.0, "gate": {"mode": "shared"}, "batch": {"gpu": "0"}, "timeline": [
+        ...      [3, "trusted", "gate:alone"], [5.5, "parent", "gate:trusted:alone"]]}
+        >>> requeued_waits([a, b])
+        {'alone_requeued_s': 1.5, 'alone_requeued_n': 1}
+    """
+    events: dict[str, list[tuple[float, str, str, str]]] = {}
+    for report in reports:
+        if (report.get("gate") or {}).get("mode") != "shared" or report.get("timeline_origin") is None:
+            continue
+        origin, key = float(report["timeline_origin"]), str(id(report))
+        gpu = str((report.get("batch") or {}).get("gpu"))
+        events.setdefault(gpu, []).extend((origin + float(t), key, str(r), str(e)) for t, r, e in report.get("timeline") or [])
+    total, count = 0.0, 0
+    for timeline in events.values():
+        timeline.sort()
+        holds: list[tuple[float, float, str]] = []
+        held: dict[tuple[str, str], float] = {}
+        asked: dict[tuple[str, str], float] = {}
+        requests: list[tuple[float, float, str]] = []
+        for t, key, role, event in timeline:
+            if (child := _asked_alone(role, event)) is not None:
+                asked[(key, child)] = t
+            elif (child := _granted_alone(role, event)) is not None:
+                held[(key, child)] = t
+                if (start := asked.pop((key, child), None)) is not None:
+                    requests.append((start, t, key))
+            elif role == "parent" and (event.startswith("gate:") or event in ("gpu-away", "run-collected")):
+                ending = [hold for hold in held if hold[0] == key
+                          and (event in ("gpu-away", "run-collected") or event.split(":")[1] == hold[1])]
+                for hold in ending:
+                    holds.append((held.pop(hold), t, key))
+        for start, granted, key in requests:
+            ends = [end for begun, end, other in holds if other != key and begun < granted and start < end <= granted]
+            if ends:
+                total += granted - max(ends)
+                count += 1
+    return {"alone_requeued_s": round(total, 3), "alone_requeued_n": count}
+
+
 def stopped_record(gpu: str, origin: float | None, marks: Sequence[Sequence[Any]], *, exclusive: bool = False,
                    mode: str = "shared") -> dict[str, Any]:
     """A script the batch stopped, shaped as a report for ``held_up_by``: its parent's marks (seconds since
