@@ -266,19 +266,10 @@ def held_up_by(reports: list[dict[str, Any]], top: int = 5) -> dict[str, Any]:
         >>> held_up_by([a, b])
         {'alone_wait_total_s': 2.0, 'alone_held_up_by': [['trusted:reference -> yield', 2.0]]}
     """
-    events: dict[str, list[tuple[float, str, str, str]]] = {}
-    stopped: set[str] = set()
-    for report in reports:
-        if (report.get("gate") or {}).get("mode") != "shared" or report.get("timeline_origin") is None:
-            continue
-        origin, key = float(report["timeline_origin"]), str(id(report))
-        if report.get("stopped"):
-            stopped.add(key)
-        gpu = str((report.get("batch") or {}).get("gpu"))
-        events.setdefault(gpu, []).extend((origin + float(t), key, str(r), str(e)) for t, r, e in report.get("timeline") or [])
+    events = _gpu_timelines(reports)
+    stopped = {str(id(report)) for report in reports if report.get("stopped")}
     total, pieces = 0.0, Counter[str]()
     for timeline in events.values():
-        timeline.sort()
         lets = [(t, key, how) for t, key, role, event in timeline if (how := _let_go(role, event))]
         work: dict[str, list[tuple[float, str]]] = {}
         for t, key, role, event in timeline:
@@ -324,16 +315,8 @@ def requeued_waits(reports: list[dict[str, Any]]) -> dict[str, Any]:
         >>> requeued_waits([a, b])
         {'alone_requeued_s': 1.5, 'alone_requeued_n': 1}
     """
-    events: dict[str, list[tuple[float, str, str, str]]] = {}
-    for report in reports:
-        if (report.get("gate") or {}).get("mode") != "shared" or report.get("timeline_origin") is None:
-            continue
-        origin, key = float(report["timeline_origin"]), str(id(report))
-        gpu = str((report.get("batch") or {}).get("gpu"))
-        events.setdefault(gpu, []).extend((origin + float(t), key, str(r), str(e)) for t, r, e in report.get("timeline") or [])
     total, count = 0.0, 0
-    for timeline in events.values():
-        timeline.sort()
+    for timeline in _gpu_timelines(reports).values():
         holds: list[tuple[float, float, str]] = []
         held: dict[tuple[str, str], float] = {}
         asked: dict[tuple[str, str], float] = {}
@@ -356,6 +339,21 @@ def requeued_waits(reports: list[dict[str, Any]]) -> dict[str, Any]:
                 total += granted - max(ends)
                 count += 1
     return {"alone_requeued_s": round(total, 3), "alone_requeued_n": count}
+
+
+def _gpu_timelines(reports: list[dict[str, Any]]) -> dict[str, list[tuple[float, str, str, str]]]:
+    """Every shared-mode report's timeline events with a ``timeline_origin``, on the host's clock, by GPU, in time
+    order: (seconds, the report's key, role, event)."""
+    events: dict[str, list[tuple[float, str, str, str]]] = {}
+    for report in reports:
+        if (report.get("gate") or {}).get("mode") != "shared" or report.get("timeline_origin") is None:
+            continue
+        origin, key = float(report["timeline_origin"]), str(id(report))
+        gpu = str((report.get("batch") or {}).get("gpu"))
+        events.setdefault(gpu, []).extend((origin + float(t), key, str(r), str(e)) for t, r, e in report.get("timeline") or [])
+    for timeline in events.values():
+        timeline.sort()
+    return events
 
 
 def stopped_record(gpu: str, origin: float | None, marks: Sequence[Sequence[Any]], *, exclusive: bool = False,
