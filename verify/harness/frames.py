@@ -214,10 +214,11 @@ def _fill(torch: Any, head: bytes, tensors: list[Any], mapping: Any, pin: bool |
     """``_layout``'s frames written into a mapping: through the staging buffers when a tensor is on the GPU
     (``stage_frames``), else with the mapping page-locked first (``PIN_FRAMES``)."""
     on_device = any(t.is_cuda for t in tensors)
-    if on_device and (stage_frames() if stage is None else stage) and (buffers := _staging(torch)) is not None:
+    if on_device and (stage_frames() if stage is None else stage):
         with _STAGING_LOCK:
-            _write(torch, head, tensors, mapping, staging=buffers)
-        return
+            if (buffers := _staging(torch)) is not None:
+                _write(torch, head, tensors, mapping, staging=buffers)
+                return
     registered = _register(torch, mapping) if (PIN_FRAMES if pin is None else pin) and on_device else None
     try:
         _write(torch, head, tensors, mapping)
@@ -227,7 +228,8 @@ def _fill(torch: Any, head: bytes, tensors: list[Any], mapping: Any, pin: bool |
 
 
 def _staging(torch: Any) -> list[Any] | None:
-    """This process's two page-locked staging buffers (made on first use, kept), or None when CUDA refused them."""
+    """This process's two page-locked staging buffers (made on first use, kept), or None when CUDA refused them.
+    Called under ``_STAGING_LOCK``, so two threads never make them twice."""
     if not _STAGING:
         try:
             _STAGING.extend(torch.empty(STAGE_BYTES, dtype=torch.uint8, pin_memory=True) for _ in range(2))
@@ -260,9 +262,10 @@ def copy_staged(torch: Any, source: Any, target: Any, staging: list[Any]) -> Non
             n = min(chunk, source.numel() - start)
             buffer = staging[(start // chunk) % len(staging)][:n]
             buffer.copy_(source[start:start + n], non_blocking=on_device)
-            # A blocking event: the thread sleeps until the chunk is in, where a default one spins on a core.
-            done = torch.cuda.Event(blocking=True) if on_device else None
-            if done is not None:
+            done = None
+            if on_device:
+                # A blocking event: the thread sleeps until the chunk is in, where a default one spins on a core.
+                done = torch.cuda.Event(blocking=True)
                 done.record()
             if pending is not None:
                 _drain(target, *pending)
