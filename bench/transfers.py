@@ -10,11 +10,7 @@ real ``BlobChannel`` with a reader thread as the parent has:
 - ``two copies``: harness 1.11 (``pack_groups`` then ``send_parts``);
 - ``mapped``: one copy into the mapping, its pages faulted in by the copy;
 - ``mapped, fallocate``: the pages allocated first in one call;
-- ``mapped, fallocate, pinned``: and page-locked for CUDA (``cudaHostRegister``), so the copy is one DMA (the
-  harness's way since 1.12);
-- ``mapped, fallocate, staged``: through two reused page-locked buffers instead, the copy from the device into one
-  overlapping the CPU's copy of the other into the mapping (``verify.harness.frames.copy_staged``; the harness's
-  way with ``KA_STAGE_FRAMES=1``).
+- ``mapped, fallocate, pinned``: and page-locked for CUDA (``cudaHostRegister``), so the copy is one DMA.
 
 It also times how the trusted child draws a task's inputs: on the CPU then copied over (harness 1.11) or drawn
 on the device (``verify.harness.tensors.task_inputs``); how it saves them for the run child (``torch.save``, or
@@ -26,8 +22,7 @@ loads them onto the device.
 
 JSON keys: ``device``, ``send_gb_s`` (method -> size label -> GB/s), ``send_s`` (the same in seconds),
 ``draw_s`` (size label -> {"cpu then copy", "on the device", "torch.save", "save_values", "torch.load, to device",
-"load_values, to device"} -> seconds), ``stage_copy`` ({"torch copy_", "memmove"} -> {"wall_s", "cpu_s"}: 50 copies of
-a staging buffer's bytes on the host, ``stage_copy``), ``threads`` (torch's thread pool),
+"load_values, to device"} -> seconds),
 ``shmem_hugepages`` (the kernel's setting for shared-memory huge pages).
 """
 
@@ -45,7 +40,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-METHODS = ("two copies", "mapped", "mapped, fallocate", "mapped, fallocate, pinned", "mapped, fallocate, staged")
+METHODS = ("two copies", "mapped", "mapped, fallocate", "mapped, fallocate, pinned")
 SIZES = {"16M": 16 * 2**20, "128M": 128 * 2**20, "512M": 512 * 2**20}
 """Output elements; each is sent as a float64 and a float32 tensor, as a reference is (12 bytes an element)."""
 
@@ -72,8 +67,7 @@ def send_seconds(torch: Any, method: str, groups: dict[str, list[Any] | None]) -
     if method == "two copies":
         channel.send_parts("ref", pack_groups(torch, {k: [t.cpu() for t in v or []] for k, v in groups.items()}))
     else:
-        send_groups(torch, channel, "ref", groups, preallocate="fallocate" in method, pin="pinned" in method,
-                    stage="staged" in method)
+        send_groups(torch, channel, "ref", groups, preallocate="fallocate" in method, pin="pinned" in method)
     seconds = time.perf_counter() - start
     os.close(write_fd)
     reader.join()
@@ -115,38 +109,6 @@ def draw_seconds(torch: Any, device: str, n: int, work: Path) -> dict[str, float
     return figures
 
 
-STAGE_COPIES = 50
-"""Chunks of ``verify.harness.frames.STAGE_BYTES`` copied out of a staging buffer each way by ``stage_copy``."""
-
-
-def stage_copy(torch: Any) -> dict[str, dict[str, float]]:
-    """Wall and CPU seconds (this process, every thread) of ``STAGE_COPIES`` copies of one staging buffer's worth of
-    bytes on the host, as the staged send copies a chunk into the mapping: by torch's ``copy_`` (the first version,
-    on torch's thread pool) and by one ``memmove`` (the kept one). A short pause between copies leaves a pool's
-    threads to spin as they do between a send's chunks."""
-    import ctypes
-    import resource
-
-    from verify.harness.frames import STAGE_BYTES
-
-    source = torch.randint(0, 256, (STAGE_BYTES,), dtype=torch.uint8)
-    target = torch.empty(STAGE_BYTES, dtype=torch.uint8)
-    ways = {"torch copy_": lambda: target.copy_(source),
-            "memmove": lambda: ctypes.memmove(target.data_ptr(), source.data_ptr(), STAGE_BYTES)}
-    figures: dict[str, dict[str, float]] = {}
-    for name, copy in ways.items():
-        copy()
-        usage = resource.getrusage(resource.RUSAGE_SELF)
-        cpu, wall = usage.ru_utime + usage.ru_stime, time.perf_counter()
-        for _ in range(STAGE_COPIES):
-            copy()
-            time.sleep(0.005)
-        wall = time.perf_counter() - wall - STAGE_COPIES * 0.005
-        usage = resource.getrusage(resource.RUSAGE_SELF)
-        figures[name] = {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime - cpu}
-    return figures
-
-
 def measure(device: str, scale: int, work: Path) -> dict[str, Any]:
     """Every method on every size (each size divided by ``scale``), and the input draws."""
     import torch
@@ -158,8 +120,7 @@ def measure(device: str, scale: int, work: Path) -> dict[str, Any]:
         n = max(1, elements // scale)
         ref64 = torch.randn(n, dtype=torch.float64, device=device)
         groups: dict[str, list[Any] | None] = {"ref64": [ref64], "ref32": [ref64.float()]}
-        for method in methods[3:] or methods[-1:]:
-            send_seconds(torch, method, groups)  # the first use of each path's code, and CUDA's pinned pool
+        send_seconds(torch, methods[-1], groups)  # the first use of each path's code, and CUDA's pinned pool
         for method in methods:
             seconds = send_seconds(torch, method, groups)
             send_s[method][label] = seconds
@@ -169,7 +130,7 @@ def measure(device: str, scale: int, work: Path) -> dict[str, Any]:
               if elements <= 128 * 2**20}
     setting = Path("/sys/kernel/mm/transparent_hugepage/shmem_enabled")
     return {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "send_gb_s": send_gb_s,
-            "send_s": send_s, "draw_s": draw_s, "stage_copy": stage_copy(torch), "threads": torch.get_num_threads(),
+            "send_s": send_s, "draw_s": draw_s,
             "shmem_hugepages": setting.read_text().strip() if setting.exists() else None}
 
 
@@ -194,10 +155,6 @@ def main() -> int:
     print(f"\n{'one input (s)':34s}" + "".join(f"{label:>10s}" for label in sizes))
     for part in next(iter(result["draw_s"].values())):
         print(f"{part:34s}" + "".join(f"{result['draw_s'][label][part]:10.3f}" for label in sizes))
-    print(f"\n{STAGE_COPIES} copies of a staging buffer's bytes on the host (torch on {result['threads']} threads)")
-    print(f"{'':34s}{'wall s':>10s}{'CPU s':>10s}")
-    for way, figures in result["stage_copy"].items():
-        print(f"{way:34s}{figures['wall_s']:10.3f}{figures['cpu_s']:10.3f}")
     print(f"\nshared-memory huge pages: {result['shmem_hugepages']}")
     if args.json:
         print(json.dumps(result))

@@ -287,53 +287,6 @@ def test_send_groups_writes_into_the_memory_file_and_reads_back_intact(prealloca
     assert bytes(got["after"]) == b"plain"  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("size", [1, 7, 8, 9, 16, 17, 31, 1000])
-@pytest.mark.parametrize("buffers", [(8, 8), (8, 5), (3, 3, 3)])
-def test_a_staged_copy_lands_every_byte_at_its_offset(size: int, buffers: tuple[int, ...]) -> None:
-    from verify.harness.frames import copy_staged
-
-    source = torch.randint(0, 256, (size,), dtype=torch.uint8)
-    target = torch.zeros(size + 6, dtype=torch.uint8)
-    staging = [torch.zeros(n, dtype=torch.uint8) for n in buffers]
-    copy_staged(torch, source, target[3:3 + size], staging)
-    assert torch.equal(target[3:3 + size], source)
-    assert not target[:3].any() and not target[3 + size:].any()
-
-
-def test_a_staged_copy_refuses_a_target_of_another_size() -> None:
-    from verify.harness.frames import copy_staged
-
-    staging = [torch.zeros(4, dtype=torch.uint8)] * 2
-    with pytest.raises(ValueError, match="needs a contiguous host target"):
-        copy_staged(torch, torch.zeros(10, dtype=torch.uint8), torch.zeros(9, dtype=torch.uint8), staging)
-    with pytest.raises(ValueError, match="needs a contiguous host target"):
-        copy_staged(torch, torch.zeros(10, dtype=torch.uint8), torch.zeros(20, dtype=torch.uint8)[::2], staging)
-
-
-def test_frames_are_staged_only_when_asked() -> None:
-    from verify.harness.frames import STAGE_FRAMES_ENV, stage_frames
-
-    assert stage_frames({STAGE_FRAMES_ENV: "1"}) and not stage_frames({}) and not stage_frames({STAGE_FRAMES_ENV: "0"})
-
-
-def test_the_staging_switch_reaches_the_children_and_secrets_do_not() -> None:
-    from verify.harness.frames import STAGE_FRAMES_ENV, stage_frames
-    from verify.harness.parent import scrubbed_environment
-
-    env = scrubbed_environment({STAGE_FRAMES_ENV: "1", "HF_TOKEN": "hf_x"}, "/tmp/ka-home")
-    assert stage_frames(env) and "HF_TOKEN" not in env
-
-
-def test_staged_writing_of_host_tensors_is_the_plain_write() -> None:
-    from verify.harness.frames import _layout, _write, frames_size
-
-    groups = _mixed()
-    expected = _join(pack_groups(torch, groups))
-    buffer = bytearray(frames_size(torch, groups))
-    _write(torch, *_layout(torch, groups), buffer, staging=[torch.zeros(4, dtype=torch.uint8)] * 2)
-    assert buffer == expected
-
-
 def test_send_groups_without_a_memory_file_sends_the_same_bytes_through_the_pipe() -> None:
     from verify.harness.frames import send_groups
 

@@ -18,10 +18,8 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -103,18 +101,13 @@ def write_groups(torch: Any, groups: dict[str, list[Any] | None], buffer: Any) -
     _write(torch, *_layout(torch, groups), buffer)
 
 
-def _write(torch: Any, head: bytes, tensors: list[Any], buffer: Any, staging: list[Any] | None = None) -> None:
+def _write(torch: Any, head: bytes, tensors: list[Any], buffer: Any) -> None:
     view = memoryview(buffer).cast("B")
     view[:len(head)] = head
     at = len(head)
     for value in tensors:
-        if staging is not None and value.is_cuda and value.is_contiguous():
-            nbytes = value.numel() * value.element_size()
-            target = torch.frombuffer(view, dtype=torch.uint8, count=nbytes, offset=at)
-            copy_staged(torch, value.reshape(-1).view(torch.uint8), target, staging)
-        else:
-            target = torch.frombuffer(view, dtype=value.dtype, count=value.numel(), offset=at)
-            target.view(value.shape).copy_(value)
+        target = torch.frombuffer(view, dtype=value.dtype, count=value.numel(), offset=at)
+        target.view(value.shape).copy_(value)
         at += value.numel() * value.element_size()
         del target
     if at != len(view):
@@ -163,124 +156,30 @@ def unpack_groups(torch: Any, payload: bytearray | bytes | None) -> dict[str, li
 
 PIN_FRAMES = True
 """Whether ``send_groups`` registers its mapping with CUDA (page-locked) before copying device tensors into it, so
-the copy is one DMA rather than staged through the driver's own buffers (unless ``stage_frames``)."""
-
-STAGE_FRAMES_ENV = "KA_STAGE_FRAMES"
-"""``1``: device tensors cross into the mapping through the staging buffers (``stage_frames``) instead of registering
-it (``PIN_FRAMES``)."""
-
-STAGE_BYTES = 64 * 2**20
-"""Each of a process's two page-locked staging buffers (``stage_frames``): a chunk of a device tensor is copied into
-one while the other's is copied into the mapping."""
-
-_STAGING: list[Any] = []
-_STAGING_LOCK = threading.Lock()
-
-
-def stage_frames(environ: dict[str, str] | os._Environ[str] | None = None) -> bool:
-    """Whether device tensors cross into a mapping through two reused page-locked buffers: with ``KA_STAGE_FRAMES=1``.
-
-    Page-locking the mapping itself (``cudaHostRegister``, harness 1.12) pins every page of it for one copy and
-    unpins them after. The staging buffers are pinned once per process, and the copy from the device into one
-    overlaps the CPU's copy of the other into the mapping: on an idle H200 host 6.1 GB/s against 2.5 for a reference
-    of 512M elements (``bench/transfers.py``, session 48). In a batch the first version cost the children 5
-    CPU-seconds a kernel more at the median and gained nothing, so it is off by default until the version that
-    copies on one thread and sleeps while it waits has been measured (``docs/verify.md``, "Staged frames").
-
-    Example:
-        >>> stage_frames({"KA_STAGE_FRAMES": "1"}), stage_frames({})
-        (True, False)
-    """
-    environ = os.environ if environ is None else environ
-    return environ.get(STAGE_FRAMES_ENV, "0") == "1"
+the copy is one DMA rather than staged through the driver's own buffers."""
 
 
 def send_groups(torch: Any, blobs: Any, name: str, groups: dict[str, list[Any] | None], *,
-                preallocate: bool = True, pin: bool | None = None, stage: bool | None = None) -> None:
+                preallocate: bool = True, pin: bool | None = None) -> None:
     """Send ``groups`` as blob ``name`` of the ``BlobChannel`` ``blobs``: written straight into its memory file
-    where it has one (``write_groups``: a device tensor is copied to the host once, through the staging buffers
-    with ``stage``, else straight into the mapping), else as ``pack_groups``'s parts through the pipe. The reader
-    sees the same bytes either way (``tests/verify/test_verify_frames.py``).
+    where it has one (``write_groups``: a device tensor is copied to the host once), else as ``pack_groups``'s
+    parts through the pipe. The reader sees the same bytes either way (``tests/verify/test_verify_frames.py``).
     """
     head, tensors = _layout(torch, groups)
-    if not blobs.send_into(name, _size(head, tensors),
-                           lambda mapping: _fill(torch, head, tensors, mapping, pin, stage),
+    if not blobs.send_into(name, _size(head, tensors), lambda mapping: _fill(torch, head, tensors, mapping, pin),
                            preallocate=preallocate):
         blobs.send_parts(name, pack_groups(torch, groups))
 
 
-def _fill(torch: Any, head: bytes, tensors: list[Any], mapping: Any, pin: bool | None,
-          stage: bool | None = None) -> None:
-    """``_layout``'s frames written into a mapping: through the staging buffers when a tensor is on the GPU
-    (``stage_frames``), else with the mapping page-locked first (``PIN_FRAMES``)."""
+def _fill(torch: Any, head: bytes, tensors: list[Any], mapping: Any, pin: bool | None) -> None:
+    """``_layout``'s frames written into a mapping, page-locked first when a tensor is on the GPU (``PIN_FRAMES``)."""
     on_device = any(t.is_cuda for t in tensors)
-    if on_device and (stage_frames() if stage is None else stage):
-        with _STAGING_LOCK:
-            if (buffers := _staging(torch)) is not None:
-                _write(torch, head, tensors, mapping, staging=buffers)
-                return
     registered = _register(torch, mapping) if (PIN_FRAMES if pin is None else pin) and on_device else None
     try:
         _write(torch, head, tensors, mapping)
     finally:
         if registered is not None:
             torch.cuda.cudart().cudaHostUnregister(registered)
-
-
-def _staging(torch: Any) -> list[Any] | None:
-    """This process's two page-locked staging buffers (made on first use, kept), or None when CUDA refused them.
-    Called under ``_STAGING_LOCK``, so two threads never make them twice."""
-    if not _STAGING:
-        try:
-            _STAGING.extend(torch.empty(STAGE_BYTES, dtype=torch.uint8, pin_memory=True) for _ in range(2))
-        except RuntimeError:
-            _STAGING.clear()
-            return None
-    return _STAGING
-
-
-def copy_staged(torch: Any, source: Any, target: Any, staging: list[Any]) -> None:
-    """Copy the contiguous bytes ``source`` (uint8, one dimension) into ``target`` (the same, on the CPU) in chunks
-    through the ``staging`` buffers in turn: while one chunk crosses from a device into a buffer, the previous one
-    is copied out of the other. On the CPU the chunks are simply copied.
-
-    Example:
-        >>> import torch
-        >>> source, target = torch.arange(10, dtype=torch.uint8), torch.zeros(10, dtype=torch.uint8)
-        >>> copy_staged(torch, source, target, [torch.zeros(4, dtype=torch.uint8), torch.zeros(4, dtype=torch.uint8)])
-        >>> target.tolist()
-        [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
-    """
-    if target.numel() != source.numel() or not target.is_contiguous() or target.is_cuda:
-        raise ValueError(f"a staged copy of {source.numel()} bytes needs a contiguous host target of as many, "
-                         f"not {target.numel()}")
-    chunk = min(buffer.numel() for buffer in staging)
-    on_device = source.is_cuda
-    pending: tuple[Any, Any, int, int] | None = None
-    with torch.cuda.device(source.device) if on_device else contextlib.nullcontext():
-        for start in range(0, source.numel(), chunk):
-            n = min(chunk, source.numel() - start)
-            buffer = staging[(start // chunk) % len(staging)][:n]
-            buffer.copy_(source[start:start + n], non_blocking=on_device)
-            done = None
-            if on_device:
-                # A blocking event: the thread sleeps until the chunk is in, where a default one spins on a core.
-                done = torch.cuda.Event(blocking=True)
-                done.record()
-            if pending is not None:
-                _drain(target, *pending)
-            pending = (buffer, done, start, n)
-        if pending is not None:
-            _drain(target, *pending)
-
-
-def _drain(target: Any, buffer: Any, done: Any, start: int, n: int) -> None:
-    import ctypes
-
-    if done is not None:
-        done.synchronize()
-    # One memmove on this thread: torch's own copy runs on an OpenMP team sized to the host, whose threads then spin.
-    ctypes.memmove(target.data_ptr() + start, buffer.data_ptr(), n)
 
 
 def save_values(torch: Any, values: list[Any], path: Path) -> None:
