@@ -21,7 +21,9 @@ count from the finish that ends every slot's first kernel (slots x GPUs) to the 
 long batch's fill and drain (``steady_rate``).
 ``--gate-mode`` picks how verifications share a GPU (``verify.harness.gate``); ``gate_held_share_cold`` is the
 share of the cold pass a GPU's gate was held at all, ``gpu_alone_share_cold`` held alone (timed work, or the
-whole hold in the exclusive mode), averaged over the GPUs (``verify.batch.stats.gpu_occupancy``).
+whole hold in the exclusive mode), and ``alone_waited_share_cold`` waited for alone while no one held it so (the GPU
+running only the untimed pieces the gate waited for to end), averaged over the GPUs
+(``verify.batch.stats.gpu_occupancy``).
 ``--heavy first`` or ``--heavy last`` verifies the heavy kernels (``verify.batch.weight``) before or after the light
 ones (``heavy_policy`` says which policy ran; ``heavy_finished_cold`` lists the heavy kernels the cold pass finished).
 ``finish_s_cold``: seconds from the cold pass's first start until half, three quarters, 90% and all of its finished

@@ -62,6 +62,7 @@ def test_the_batch_benchmark_runs_its_passes_and_both_checks_on_cpu(tmp_path: Pa
     assert result["gate_mode"] == "shared"
     assert (result["slots_per_gpu"], result["gpu_seats"]) == (batch_shape(2).slots, 1)
     assert 0 < result["gpu_alone_share_cold"] < result["gate_held_share_cold"] <= 1
+    assert 0 <= result["alone_waited_share_cold"] <= 1 - result["gpu_alone_share_cold"] + 1e-3
     assert 0 <= result["alone_wait_median_s_cold"] < 60 and 0 <= result["alone_wait_mean_s_cold"] < 60
     assert 0 <= result["give_way_wait_median_s_cold"] < 60 and 0 <= result["give_way_wait_mean_s_cold"] < 60
     assert 0 <= result["alone_wait_total_s_cold"] < 600 and isinstance(result["alone_held_up_by_cold"], list)

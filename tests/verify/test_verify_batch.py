@@ -19,6 +19,7 @@ from verify.batch.progress import summary_table
 from verify.batch.stats import (
     BatchStats,
     give_way_waits,
+    gpu_occupancy,
     held_up_by,
     requeued_waits,
     seat_times,
@@ -321,6 +322,45 @@ def test_seat_times_take_the_later_of_the_compile_and_the_trusted_child_and_skip
     assert seat_times([late_trusted, crashed, no_gate]) == {
         "ready_median_s": 1.5, "seat_wait_median_s": 2.25, "seat_hold_median_s": 7.0}
     assert seat_times([no_gate]) == {"ready_median_s": None, "seat_wait_median_s": None, "seat_hold_median_s": None}
+    # From harness 1.32 the seat goes back once the run child's processes are gone, before its outputs are collected.
+    gone_early = {"timeline": late_trusted["timeline"][:3] + [[6.5, "parent", "run-gone"],
+                                                              [9.5, "parent", "run-collected"]]}
+    assert seat_times([gone_early])["seat_hold_median_s"] == 4.0
+
+
+def test_a_wait_for_the_gpu_alone_ends_when_the_run_childs_processes_are_gone_not_when_its_outputs_are_in() -> None:
+    # b's run child dies at 3.0 and its parent gives the GPU back at 3.1 (run-gone), then copies its outputs until
+    # 9.0 (run-collected): a, waiting since 1.0, was granted at 3.2, held up by b's end, not by 9.0.
+    a = _shared(0.0, "0", [[1.0, "run", "gate:alone"], [3.2, "parent", "gate:run:alone"],
+                           [3.5, "parent", "gate:run:shared"]])
+    b = _shared(0.0, "0", [[0.5, "run", "trial"], [3.0, "run", "exit"], [3.1, "parent", "run-gone"],
+                           [9.0, "parent", "run-collected"]])
+    assert held_up_by([a, b]) == {"alone_wait_total_s": 2.2, "alone_held_up_by": [["run:exit -> end", 2.2]]}
+    # c waits from 8.5 to 9.5 while b's outputs are still being copied (after run-gone): b's run-collected at 9.0 is
+    # no let-go, so the wait ends on a's yield at 8.8.
+    c = _shared(0.0, "0", [[8.5, "trusted", "gate:alone"], [9.5, "parent", "gate:trusted:alone"]])
+    a_later = _shared(0.0, "0", [[8.6, "run", "state-probe"], [8.8, "parent", "gate:run:yield"]])
+    assert held_up_by([b, c, a_later])["alone_held_up_by"] == [["run:state-probe -> yield", 1.0]]
+    # A hold ends at run-gone too: d asks at 2.0 while b2 holds alone until its run child is gone at 4.0.
+    b2 = _shared(0.0, "0", [[1.0, "run", "gate:alone"], [1.5, "parent", "gate:run:alone"], [3.9, "run", "exit"],
+                            [4.0, "parent", "run-gone"], [8.0, "parent", "run-collected"]])
+    d = _shared(0.0, "0", [[2.0, "run", "gate:alone"], [4.5, "parent", "gate:run:alone"]])
+    result = requeued_waits([b2, d])
+    assert result["alone_requeued_n"] == 1 and abs(result["alone_requeued_s"] - 0.5) < 1e-9
+
+
+def test_gpu_occupancy_counts_the_time_a_request_for_the_gpu_alone_waited_while_no_one_held_it() -> None:
+    # a waits from 1 to 4 while b holds the GPU alone from 2 to 4, so only 1 to 2 counts; c waits from 4.5 to 5.
+    a = _shared(0.0, "0", [[0.5, "parent", "gpu-gate"], [1.0, "run", "gate:alone"], [4.0, "parent", "gate:run:alone"],
+                           [4.2, "parent", "gate:run:shared"], [10.0, "run", "exit"]])
+    b = _shared(0.0, "0", [[1.5, "parent", "gpu-gate"], [2.0, "parent", "gate:trusted:alone"],
+                           [4.0, "parent", "gate:trusted:shared"], [6.0, "run", "exit"]])
+    c = _shared(0.0, "0", [[4.5, "parent", "gpu-gate"], [4.5, "trusted", "gate:alone"],
+                           [5.0, "parent", "gate:trusted:alone"], [5.1, "parent", "gate:trusted:shared"],
+                           [8.0, "run", "exit"]])
+    result = gpu_occupancy([a, b, c])
+    assert result["alone_waited_share"] == 0.15 and result["gpu_alone_share"] == 0.23
+    assert gpu_occupancy([]) == {"gate_held_share": None, "gpu_alone_share": None, "alone_waited_share": None}
 
 
 def test_give_way_waits_add_each_childs_stand_backs_until_its_next_grant() -> None:

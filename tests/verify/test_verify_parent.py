@@ -193,6 +193,33 @@ def test_a_child_that_hangs_after_the_shape_probe_mark_is_cut_short(tmp_path: Pa
     assert report.timed_out and report.died_in_shape_probe and report.ok
 
 
+def test_on_gone_is_called_once_the_childs_whole_process_group_is_dead(tmp_path: Path) -> None:
+    # The batch gives the GPU back at this point (harness 1.32): a process of the child's left running (here a
+    # grandchild that outlives it) could still put work on the GPU, so it must be dead first.
+    from verify.harness import parent
+
+    script = tmp_path / "child.py"
+    script.write_text(
+        "import os, subprocess, sys\n"
+        "fd = int(sys.argv[sys.argv.index('--channel') + 1])\n"
+        "grandchild = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        "open('grandchild.pid', 'w').write(str(grandchild.pid))\n"
+        "os.write(fd, b'{\"kind\": \"done\"}\\n')\n")
+    child = parent.ChildProcess([sys.executable, str(script)], role="run", env=dict(os.environ), cwd=tmp_path)
+    seen: list[tuple[int | None, str]] = []
+
+    def on_gone() -> None:
+        stat = Path(f"/proc/{(tmp_path / 'grandchild.pid').read_text()}/stat")
+        # A killed grandchild is a zombie until init reaps it, or gone; SIGKILL alone leaves it running a moment.
+        seen.append((child.process.poll(), stat.read_text().split()[2] if stat.exists() else "gone"))
+
+    started = time.monotonic()
+    report = child.wait(30.0, on_gone=on_gone)
+    assert time.monotonic() - started < 20
+    assert report.returncode == 0 and report.first("done") is not None
+    assert len(seen) == 1 and seen[0][0] == 0 and seen[0][1] in ("Z", "X", "gone"), seen
+
+
 class _SlowGrant:
     """A gate keeper that grants each request after ``seconds``, as one waiting for another kernel's timing."""
 

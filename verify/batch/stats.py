@@ -135,29 +135,34 @@ def _union_s(spans: list[tuple[float, float]]) -> float:
 
 
 def gpu_occupancy(reports: list[dict[str, Any]]) -> dict[str, float | None]:
-    """How much of a pass each GPU's gate was held at all, and held alone, averaged over the GPUs.
+    """How much of a pass each GPU's gate was held at all, held alone, and waited for alone while no one held it
+    so, averaged over the GPUs.
 
     From each report's timeline on the host's monotonic clock (``timeline_origin``): the gate is held from
     ``gpu-gate`` to the run child's exit, and alone between a child's ``gate:<role>:alone`` and its next
-    ``gate:<role>:shared`` mark, or throughout in the exclusive mode. The span runs from the first report's
-    start to the last one's run exit, per GPU.
+    ``gate:<role>:shared`` mark, or throughout in the exclusive mode. ``alone_waited_share``: some child had asked
+    for the GPU alone (its ``gate:alone``) and was not yet granted it, and no other held it alone: the GPU ran only
+    the pieces of untimed work the gate was waiting for to end (the sharers that reached a yield point meanwhile
+    stood back). The span runs from the first report's start to the last one's run exit, per GPU.
 
     Example:
         >>> a = {"timeline_origin": 0.0, "gate": {"mode": "shared"}, "timeline": [[1, "parent", "gpu-gate"],
-        ...      [2, "parent", "gate:run:alone"], [3, "parent", "gate:run:shared"], [4, "run", "exit"]]}
+        ...      [1.5, "run", "gate:alone"], [2, "parent", "gate:run:alone"], [3, "parent", "gate:run:shared"],
+        ...      [4, "run", "exit"]]}
         >>> b = {"timeline_origin": 2.0, "gate": {"mode": "exclusive"}, "timeline": [[1, "parent", "gpu-gate"],
         ...      [2, "run", "exit"]]}
         >>> gpu_occupancy([a, b])
-        {'gate_held_share': 0.75, 'gpu_alone_share': 0.5}
+        {'gate_held_share': 0.75, 'gpu_alone_share': 0.5, 'alone_waited_share': 0.125}
     """
     by_gpu: dict[str, list[dict[str, Any]]] = {}
     for report in reports:
         if report.get("timeline_origin") is not None and report.get("timeline"):
             by_gpu.setdefault(str((report.get("batch") or {}).get("gpu")), []).append(report)
-    held_shares, alone_shares = [], []
+    held_shares, alone_shares, waited_shares = [], [], []
     for group in by_gpu.values():
         held: list[tuple[float, float]] = []
         alone: list[tuple[float, float]] = []
+        waited: list[tuple[float, float]] = []
         starts, ends = [], []
         for report in group:
             origin = float(report["timeline_origin"])
@@ -173,7 +178,12 @@ def gpu_occupancy(reports: list[dict[str, Any]]) -> dict[str, float | None]:
                 alone.append((gate, exit_))
                 continue
             opened: dict[str, float] = {}
+            asked: dict[str, float] = {}
             for t, r, e in timeline:
+                if (child := _asked_alone(r, e)) is not None:
+                    asked[child] = t
+                elif (child := _granted_alone(r, e)) is not None and child in asked:
+                    waited.append((asked.pop(child), t))
                 if r == "parent" and e.startswith("gate:"):
                     _, role, want = e.split(":", 2)
                     if want == "alone":
@@ -184,10 +194,12 @@ def gpu_occupancy(reports: list[dict[str, Any]]) -> dict[str, float | None]:
         if span > 0:
             held_shares.append(_union_s(held) / span)
             alone_shares.append(_union_s(alone) / span)
+            waited_shares.append((_union_s(waited + alone) - _union_s(alone)) / span)
     if not held_shares:
-        return {"gate_held_share": None, "gpu_alone_share": None}
+        return {"gate_held_share": None, "gpu_alone_share": None, "alone_waited_share": None}
     return {"gate_held_share": round(sum(held_shares) / len(held_shares), 4),
-            "gpu_alone_share": round(sum(alone_shares) / len(alone_shares), 4)}
+            "gpu_alone_share": round(sum(alone_shares) / len(alone_shares), 4),
+            "alone_waited_share": round(sum(waited_shares) / len(waited_shares), 4)}
 
 
 def alone_waits(reports: list[dict[str, Any]]) -> dict[str, float | None]:
@@ -240,10 +252,29 @@ def give_way_waits(reports: list[dict[str, Any]]) -> dict[str, float | None]:
 
 
 LET_GO: dict[str, str] = {"yield": "yield", "gate:alone": "alone", "gate:away": "away", "gpu-away": "between",
-                          "run-collected": "end"}
+                          "run-gone": "end", "run-collected": "end"}
 """How a verification lets go of its shared hold on a GPU, by timeline event (a parent's ``gate:<role>:yield`` mark
 is named by its last part): at a yield point, by asking for the GPU alone or away itself, between its two children
-(the parent's ``gpu-away``, harness 1.26), or at its run child's end."""
+(the parent's ``gpu-away``, harness 1.26), or at its run child's end: once its processes are dead (``run-gone``,
+harness 1.32), before that once its outputs were collected too (``run-collected``)."""
+
+GATE_ENDS: tuple[str, ...] = ("run-gone", "run-collected")
+"""The parent's marks at which a verification gives its GPU's gate back, newest harness first: a report's first one
+that it has is its end (``gate_end``)."""
+
+
+def gate_end(timeline: list[list[Any]]) -> float | None:
+    """When a verification gave its GPU's gate and seat back: its first mark of ``GATE_ENDS`` (None without one).
+
+    Example:
+        >>> gate_end([[4.0, "parent", "run-gone"], [9.0, "parent", "run-collected"]]), gate_end(
+        ...     [[9.0, "parent", "run-collected"]])
+        (4.0, 9.0)
+    """
+    for mark in GATE_ENDS:
+        if (at := _at(timeline, "parent", mark)) is not None:
+            return at
+    return None
 
 
 def held_up_by(reports: list[dict[str, Any]], top: int = 5) -> dict[str, Any]:
@@ -328,9 +359,9 @@ def requeued_waits(reports: list[dict[str, Any]]) -> dict[str, Any]:
                 held[(key, child)] = t
                 if (start := asked.pop((key, child), None)) is not None:
                     requests.append((start, t, key))
-            elif role == "parent" and (event.startswith("gate:") or event in ("gpu-away", "run-collected")):
+            elif role == "parent" and (event.startswith("gate:") or event in ("gpu-away", *GATE_ENDS)):
                 ending = [hold for hold in held if hold[0] == key
-                          and (event in ("gpu-away", "run-collected") or event.split(":")[1] == hold[1])]
+                          and (event in ("gpu-away", *GATE_ENDS) or event.split(":")[1] == hold[1])]
                 for hold in ending:
                     holds.append((held.pop(hold), t, key))
         for start, granted, key in requests:
@@ -343,14 +374,18 @@ def requeued_waits(reports: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _gpu_timelines(reports: list[dict[str, Any]]) -> dict[str, list[tuple[float, str, str, str]]]:
     """Every shared-mode report's timeline events with a ``timeline_origin``, on the host's clock, by GPU, in time
-    order: (seconds, the report's key, role, event)."""
+    order: (seconds, the report's key, role, event). Of ``GATE_ENDS`` only a report's first mark stays: a later one
+    is no longer a let-go."""
     events: dict[str, list[tuple[float, str, str, str]]] = {}
     for report in reports:
         if (report.get("gate") or {}).get("mode") != "shared" or report.get("timeline_origin") is None:
             continue
         origin, key = float(report["timeline_origin"]), str(id(report))
         gpu = str((report.get("batch") or {}).get("gpu"))
-        events.setdefault(gpu, []).extend((origin + float(t), key, str(r), str(e)) for t, r, e in report.get("timeline") or [])
+        timeline = report.get("timeline") or []
+        end = next((mark for mark in GATE_ENDS if _at(timeline, "parent", mark) is not None), None)
+        events.setdefault(gpu, []).extend((origin + float(t), key, str(r), str(e)) for t, r, e in timeline
+                                          if not (r == "parent" and e in GATE_ENDS and e != end))
     for timeline in events.values():
         timeline.sort()
     return events
@@ -384,7 +419,7 @@ def _let_go(role: str, event: str) -> str | None:
         return LET_GO["yield"]
     if role in ("trusted", "run") and event in ("gate:alone", "gate:away"):
         return LET_GO[event]
-    return LET_GO[event] if role == "parent" and event in ("gpu-away", "run-collected") else None
+    return LET_GO[event] if role == "parent" and event in ("gpu-away", *GATE_ENDS) else None
 
 
 def _paired_s(timeline: list[list[Any]], opens: Callable[[str, str], str | None],
@@ -423,8 +458,8 @@ def seat_times(reports: list[dict[str, Any]]) -> dict[str, float | None]:
 
     Ready is the later of the trusted child's ``mark:ready`` and the compile step before the gate
     (``compiled-without-gpu`` or ``compile-needs-gpu``), from the start of the verification (the timeline's
-    origin). The wait runs from there to ``gpu-gate``, and the hold from ``gpu-gate`` to ``run-collected``,
-    after which the script gives its seat back and judges.
+    origin). The wait runs from there to ``gpu-gate``, and the hold from ``gpu-gate`` to ``gate_end`` (the run
+    child's processes gone; before harness 1.32 its outputs collected too), after which the script judges.
 
     Example:
         >>> timeline = [[0.8, "trusted", "mark:ready"], [1.0, "parent", "compiled-without-gpu"],
@@ -435,7 +470,7 @@ def seat_times(reports: list[dict[str, Any]]) -> dict[str, float | None]:
     ready, waits, holds = [], [], []
     for report in reports:
         timeline = report.get("timeline") or []
-        gate, collected = _at(timeline, "parent", "gpu-gate"), _at(timeline, "parent", "run-collected")
+        gate, collected = _at(timeline, "parent", "gpu-gate"), gate_end(timeline)
         compiled = [t for t in (_at(timeline, "parent", "compiled-without-gpu"),
                                 _at(timeline, "parent", "compile-needs-gpu")) if t is not None]
         trusted = _at(timeline, "trusted", "mark:ready")
