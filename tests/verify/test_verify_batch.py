@@ -18,6 +18,7 @@ from verify.batch.plan import make_plan, task_of
 from verify.batch.progress import summary_table
 from verify.batch.stats import (
     BatchStats,
+    alone_waits_by_grant,
     give_way_waits,
     gpu_occupancy,
     held_up_by,
@@ -347,6 +348,18 @@ def test_a_wait_for_the_gpu_alone_ends_when_the_run_childs_processes_are_gone_no
     d = _shared(0.0, "0", [[2.0, "run", "gate:alone"], [4.5, "parent", "gate:run:alone"]])
     result = requeued_waits([b2, d])
     assert result["alone_requeued_n"] == 1 and abs(result["alone_requeued_s"] - 0.5) < 1e-9
+
+
+def test_alone_waits_by_grant_split_the_run_childs_requests_at_its_hello() -> None:
+    a = _shared(0.0, "0", [[1.0, "trusted", "gate:alone"], [1.5, "parent", "gate:trusted:alone"],
+                           [2.0, "run", "gate:alone"], [2.25, "parent", "gate:run:alone"], [2.5, "run", "hello"],
+                           [4.0, "run", "gate:alone"], [7.0, "parent", "gate:run:alone"]])
+    # b died before its hello: its one run request counts as before the import; an exclusive report waits for nothing.
+    b = _shared(0.0, "0", [[3.0, "run", "gate:alone"], [4.0, "parent", "gate:run:alone"]])
+    exclusive = {"gate": {"mode": "exclusive"}, "timeline": [[1.0, "run", "gate:alone"], [9.0, "parent", "gate:run:alone"]]}
+    assert alone_waits_by_grant([a, b, exclusive]) == {
+        "alone_wait_by_grant_s": {"trusted": 0.5, "run-before-import": 1.25, "run-timed": 3.0}}
+    assert sum(alone_waits_by_grant([a, b])["alone_wait_by_grant_s"].values()) == held_up_by([a, b])["alone_wait_total_s"]
 
 
 def test_gpu_occupancy_counts_the_time_a_request_for_the_gpu_alone_waited_while_no_one_held_it() -> None:

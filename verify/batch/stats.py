@@ -219,6 +219,42 @@ def alone_waits(reports: list[dict[str, Any]]) -> dict[str, float | None]:
     return _mean_and_median("alone_wait", _shared_totals(reports, waited))
 
 
+GRANTS: tuple[str, ...] = ("trusted", "run-before-import", "run-timed")
+"""The kinds of request for the GPU alone a verification makes (``alone_waits_by_grant``): the trusted child's (the
+reference's kernel list and baselines), the run child's before the candidate's import (its trivial kernel's series)
+and after it (the candidate's timed series and profiled call)."""
+
+
+def alone_waits_by_grant(reports: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """The waits for the GPU alone (``alone_waits``) in all, in seconds, by the kind of request (``GRANTS``), over the
+    shared-mode reports. A run child's request is before the import if it came before the run child's ``hello``
+    (sent just before the candidate's import).
+
+    Example:
+        >>> shared = {"gate": {"mode": "shared"}, "timeline": [[1, "trusted", "gate:alone"],
+        ...           [3, "parent", "gate:trusted:alone"], [5, "run", "gate:alone"], [5.5, "parent", "gate:run:alone"],
+        ...           [6, "run", "hello"], [8, "run", "gate:alone"], [9, "parent", "gate:run:alone"]]}
+        >>> alone_waits_by_grant([shared])
+        {'alone_wait_by_grant_s': {'trusted': 2.0, 'run-before-import': 0.5, 'run-timed': 1.0}}
+    """
+    totals = dict.fromkeys(GRANTS, 0.0)
+    for report in reports:
+        if (report.get("gate") or {}).get("mode") != "shared":
+            continue
+        timeline = report.get("timeline") or []
+        hello = _at(timeline, "run", "hello")
+        asked: dict[str, float] = {}
+        for t, role, event in timeline:
+            if (child := _asked_alone(role, event)) is not None:
+                asked[child] = float(t)
+            elif (child := _granted_alone(role, event)) is not None and child in asked:
+                start = asked.pop(child)
+                kind = child if child == "trusted" else \
+                    "run-before-import" if hello is None or start < hello else "run-timed"
+                totals[kind] += float(t) - start
+    return {"alone_wait_by_grant_s": {kind: round(seconds, 3) for kind, seconds in totals.items()}}
+
+
 def _asked_alone(role: str, event: str) -> str | None:
     """The child (``trusted`` or ``run``) that asked for the GPU alone with this event, else None."""
     return role if role in ("trusted", "run") and event == "gate:alone" else None
