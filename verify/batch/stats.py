@@ -177,13 +177,9 @@ def gpu_occupancy(reports: list[dict[str, Any]]) -> dict[str, float | None]:
             if (report.get("gate") or {}).get("mode") != "shared":
                 alone.append((gate, exit_))
                 continue
+            waited += [(start, end) for _, start, end in _paired_spans(timeline, _asked_alone, _granted_alone)]
             opened: dict[str, float] = {}
-            asked: dict[str, float] = {}
             for t, r, e in timeline:
-                if (child := _asked_alone(r, e)) is not None:
-                    asked[child] = t
-                elif (child := _granted_alone(r, e)) is not None and child in asked:
-                    waited.append((asked.pop(child), t))
                 if r == "parent" and e.startswith("gate:"):
                     _, role, want = e.split(":", 2)
                     if want == "alone":
@@ -243,15 +239,9 @@ def alone_waits_by_grant(reports: list[dict[str, Any]]) -> dict[str, dict[str, f
             continue
         timeline = report.get("timeline") or []
         hello = _at(timeline, "run", "hello")
-        asked: dict[str, float] = {}
-        for t, role, event in timeline:
-            if (child := _asked_alone(role, event)) is not None:
-                asked[child] = float(t)
-            elif (child := _granted_alone(role, event)) is not None and child in asked:
-                start = asked.pop(child)
-                kind = child if child == "trusted" else \
-                    "run-before-import" if hello is None or start < hello else "run-timed"
-                totals[kind] += float(t) - start
+        for child, start, end in _paired_spans(timeline, _asked_alone, _granted_alone):
+            kind = child if child == "trusted" else "run-before-import" if hello is None or start < hello else "run-timed"
+            totals[kind] += end - start
     return {"alone_wait_by_grant_s": {kind: round(seconds, 3) for kind, seconds in totals.items()}}
 
 
@@ -419,9 +409,9 @@ def _gpu_timelines(reports: list[dict[str, Any]]) -> dict[str, list[tuple[float,
         origin, key = float(report["timeline_origin"]), str(id(report))
         gpu = str((report.get("batch") or {}).get("gpu"))
         timeline = report.get("timeline") or []
-        end = next((mark for mark in GATE_ENDS if _at(timeline, "parent", mark) is not None), None)
+        end = gate_end(timeline)
         events.setdefault(gpu, []).extend((origin + float(t), key, str(r), str(e)) for t, r, e in timeline
-                                          if not (r == "parent" and e in GATE_ENDS and e != end))
+                                          if not (r == "parent" and e in GATE_ENDS and float(t) != end))
     for timeline in events.values():
         timeline.sort()
     return events
@@ -458,12 +448,13 @@ def _let_go(role: str, event: str) -> str | None:
     return LET_GO[event] if role == "parent" and event in ("gpu-away", *GATE_ENDS) else None
 
 
-def _paired_s(timeline: list[list[Any]], opens: Callable[[str, str], str | None],
-              closes: Callable[[str, str], str | None]) -> float:
-    """Seconds summed from each child's opening mark to its next closing one (``opens`` and ``closes`` name the child
-    an event of a role opens or closes, else None); an opening never closed adds nothing."""
+def _paired_spans(timeline: Sequence[Sequence[Any]], opens: Callable[[str, str], str | None],
+                  closes: Callable[[str, str], str | None]) -> list[tuple[str, float, float]]:
+    """Each child's stretch from its opening mark to its next closing one, as (child, start, end) in the order they
+    close (``opens`` and ``closes`` name the child an event of a role opens or closes, else None); an opening never
+    closed gives none."""
     open_at: dict[str, float] = {}
-    total = 0.0
+    spans: list[tuple[str, float, float]] = []
     for t, role, event in timeline:
         child = opens(role, event)
         if child is not None:
@@ -471,8 +462,14 @@ def _paired_s(timeline: list[list[Any]], opens: Callable[[str, str], str | None]
             continue
         child = closes(role, event)
         if child is not None and child in open_at:
-            total += float(t) - open_at.pop(child)
-    return total
+            spans.append((child, open_at.pop(child), float(t)))
+    return spans
+
+
+def _paired_s(timeline: list[list[Any]], opens: Callable[[str, str], str | None],
+              closes: Callable[[str, str], str | None]) -> float:
+    """Seconds summed over ``_paired_spans``."""
+    return sum(end - start for _, start, end in _paired_spans(timeline, opens, closes))
 
 
 def _shared_totals(reports: list[dict[str, Any]], total: Callable[[list[list[Any]]], float]) -> list[float]:
