@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,13 +23,46 @@ def _cuda_l1_jobs() -> list[VerifyJob]:
                       form="model-new") for r in rows[:2]]
 
 
-def test_a_cold_then_warm_batch_builds_once_and_keeps_the_verdicts(tmp_path: Path) -> None:
+Batches = tuple[list[VerifyJob], dict[str, dict[str, Any]], dict[str, dict[str, Any]]]
+
+
+@pytest.fixture(scope="module")
+def batches(tmp_path_factory: pytest.TempPathFactory) -> Batches:
+    """Two CUDA-L1 kernels verified in a batch with the build cache cold, then again with it warm."""
     jobs = _cuda_l1_jobs()
+    cache = tmp_path_factory.mktemp("builds")
     options = VerifyOptions(trials=3, compile_baseline=False, target_seconds=0.3)
     cold: dict[str, dict[str, Any]] = {}
     warm: dict[str, dict[str, Any]] = {}
-    verify_jobs(jobs, options, lambda j, r: cold.__setitem__(j.key, r), gpus=1, build_cache=tmp_path)
-    verify_jobs(jobs, options, lambda j, r: warm.__setitem__(j.key, r), gpus=1, build_cache=tmp_path, force=True)
+    verify_jobs(jobs, options, lambda j, r: cold.__setitem__(j.key, r), gpus=1, build_cache=cache)
+    verify_jobs(jobs, options, lambda j, r: warm.__setitem__(j.key, r), gpus=1, build_cache=cache, force=True)
+    return jobs, cold, warm
+
+
+def _events(report: dict[str, Any], role: str, event: str) -> list[float]:
+    return [float(t) for t, r, e in report.get("timeline") or [] if r == role and e == event]
+
+
+def test_the_trusted_childs_baselines_hand_the_gpu_alone_straight_to_the_run_childs_series(batches: Batches) -> None:
+    _, cold, warm = batches
+    for report in [*cold.values(), *warm.values()]:
+        assert report["gate"]["mode"] == "shared" and report.get("timings", {}).get("overhead-pre-import"), report
+        hello = _events(report, "run", "hello")[0]
+        asked = [t for t in _events(report, "run", "gate:alone") if t < hello]
+        granted = [t for t in _events(report, "parent", "gate:run:alone") if t < hello]
+        assert len(asked) == len(granted) == 1, report["timeline"]
+        over = _events(report, "parent", "gate:trusted:over")
+        if (report.get("baselines") or {}).get("from", "measured") == "measured":
+            # Handed over: the GPU stayed alone from the baselines' end to the run child's series, with no drain.
+            assert len(over) == 1 and over[0] <= granted[0] < over[0] + 1.0, report["timeline"]
+            trusted = [e for _, r, e in report["timeline"] if r == "parent" and e.startswith("gate:trusted:")]
+            assert trusted[-2:] == ["gate:trusted:alone", "gate:trusted:over"], report["timeline"]
+        else:
+            assert not over, report["timeline"]
+
+
+def test_a_cold_then_warm_batch_builds_once_and_keeps_the_verdicts(batches: Batches) -> None:
+    jobs, cold, warm = batches
     for job in jobs:
         assert cold[job.key]["status"] in ("passed", "flagged", "failed"), cold[job.key].get("error")
         assert warm[job.key]["batch"]["build"]["state"] in ("hit", "failed", "none")

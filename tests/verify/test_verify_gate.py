@@ -381,6 +381,39 @@ def test_the_keeper_answers_requests_freezes_the_candidate_while_it_waits_and_ca
     gate.release()
 
 
+def test_over_hands_the_gpu_alone_to_the_next_child_only_when_the_parent_says_it_is_ready(tmp_path: Path) -> None:
+    path = str(tmp_path / "gpu.lock")
+    gate, other = GpuGate(path, "shared"), GpuGate(path, "shared")
+    gate.acquire()
+    other.acquire()
+    ready: list[bool] = []
+    trusted = GateKeeper(gate, str(tmp_path / "trusted"), "trusted", hand_over=lambda: ready.pop(0))
+    frozen: list[bool] = []
+    run = GateKeeper(gate, str(tmp_path / "run"), "run", freeze=frozen.append, marks=trusted.marks)
+    other.release()
+    assert trusted.handle({"kind": "gate", "which": "alone", "n": 1}) == "alone"
+    ready.append(True)
+    assert trusted.handle({"kind": "gate", "which": "over", "n": 2}) == "over" and gate.held == "alone"
+    assert (tmp_path / "trusted-2").exists() and not ready
+    # The run child's request finds the GPU already alone: granted at once, its candidate never frozen.
+    assert run.handle({"kind": "gate", "which": "alone", "n": 1}) == "alone" and frozen == []
+    assert run.handle({"kind": "gate", "which": "shared", "n": 2}) == "shared" and gate.held == "shared"
+    assert [e for _, e in trusted.marks] == ["gate:trusted:alone", "gate:trusted:over", "gate:run:alone",
+                                             "gate:run:shared"]
+    # Not ready (or no hand-over at all, as for a run child whose candidate asks for it): ``over`` is ``shared``.
+    trusted.handle({"kind": "gate", "which": "alone", "n": 3})
+    ready.append(False)
+    assert trusted.handle({"kind": "gate", "which": "over", "n": 4}) == "shared" and gate.held == "shared"
+    run.handle({"kind": "gate", "which": "alone", "n": 3})
+    assert run.handle({"kind": "gate", "which": "over", "n": 4}) == "shared" and gate.held == "shared"
+    # Over from a shared hold asks the parent nothing.
+    assert trusted.handle({"kind": "gate", "which": "over", "n": 5}) == "shared" and not ready
+    third = GpuGate(path, "shared")
+    assert third.acquire() and third.held == "shared"
+    third.release()
+    gate.release()
+
+
 def test_a_verification_out_of_gpu_memory_while_sharing_runs_again_alone(tmp_path: Path) -> None:
     marker = tmp_path / "ran-once"
     flaky = HONEST.replace(

@@ -44,6 +44,9 @@ GATE_REQUESTS = 64
 """Requests a child may make. An honest run child makes four and two per JIT build; after this many every
 request is answered with the GPU alone, which is the ``exclusive`` mode's behaviour."""
 
+GATE_WANTS: tuple[str, ...] = ("alone", "shared", "away", "yield", "over")
+"""What a child may ask its parent's ``GateKeeper`` for."""
+
 GATE_YIELDS = 256
 """Yield points a child may offer (``yield_point``). An honest run child offers three before the candidate's import
 and one per trial variant and probe (under 45), a trusted child one before its stateful probe and one per reference;
@@ -279,11 +282,14 @@ class GpuGate:
 class GateKeeper:
     """The parent's side of a child's requests: move the gate as asked, then answer with a grant file.
 
-    A child sends ``{"kind": "gate", "which": "alone" | "shared" | "away" | "yield", "n": N}`` and waits for
-    the file ``<grants>-N``. A candidate's run child is frozen (``SIGSTOP`` to its process group) while its
+    A child sends ``{"kind": "gate", "which": "alone" | "shared" | "away" | "yield" | "over", "n": N}`` and waits
+    for the file ``<grants>-N``. A candidate's run child is frozen (``SIGSTOP`` to its process group) while its
     parent waits for the GPU, so it cannot put work on a GPU another verification is timing on. A ``yield``
     lets a waiting timed series go first (``GpuGate.give_way``); it is marked only when it let go
-    (``gate:<role>:yield``, then ``gate:<role>:shared``) and never counts against ``GATE_REQUESTS``.
+    (``gate:<role>:yield``, then ``gate:<role>:shared``) and never counts against ``GATE_REQUESTS``. ``over`` ends
+    a child's hold on the GPU alone by handing it to the verification's next child: when ``hand_over`` (the
+    parent's) says that child is ready and tells it to go, the GPU stays alone (``gate:<role>:over``), so the next
+    child's series waits for no drain of the other verifications' untimed work; otherwise ``over`` is ``shared``.
 
     Example:
         >>> import tempfile
@@ -294,11 +300,12 @@ class GateKeeper:
     """
 
     def __init__(self, gate: GpuGate, grants: str, role: str, *, freeze: Callable[[bool], None] | None = None,
-                 marks: list[tuple[float, str]] | None = None) -> None:
+                 marks: list[tuple[float, str]] | None = None, hand_over: Callable[[], bool] | None = None) -> None:
         self.gate = gate
         self.grants = grants
         self.role = role
         self.freeze = freeze
+        self.hand_over = hand_over
         self.marks = marks if marks is not None else []
         self._count = 0
         self._yields = 0
@@ -306,13 +313,19 @@ class GateKeeper:
     def handle(self, message: dict[str, Any]) -> str | None:
         """Act on one channel message if it is a gate request; what was granted, or None."""
         want, number = message.get("which"), message.get("n")
-        if message.get("kind") != "gate" or want not in ("alone", "shared", "away", "yield") or type(number) is not int:
+        if message.get("kind") != "gate" or want not in GATE_WANTS or type(number) is not int:
             return None
         if want == "yield":
             return self._give_way(number)
         self._count += 1
         if self._count > GATE_REQUESTS:
             want = "alone"
+        if want == "over":
+            if self.gate.held == "alone" and self.hand_over is not None and self.hand_over():
+                self.marks.append((time.monotonic(), f"gate:{self.role}:over"))
+                Path(f"{self.grants}-{number}").touch()
+                return "over"
+            want = "shared"
         if want == "away":
             self.gate.away()
         else:
@@ -360,11 +373,13 @@ def _ask(job: dict[str, Any], channel: Any, want: str) -> None:
 
 
 @contextlib.contextmanager
-def alone_on_gpu(job: dict[str, Any], channel: Any, sync: Callable[[], None]) -> Iterator[None]:
+def alone_on_gpu(job: dict[str, Any], channel: Any, sync: Callable[[], None], *,
+                 hand_over: bool = False) -> Iterator[None]:
     """Run the block with the GPU to this verification alone when the gate is shared; else just run it.
 
     ``sync`` finishes this process's GPU work before each change, so nothing of it runs into another
-    verification's timed work, nor anything of another's into this block.
+    verification's timed work, nor anything of another's into this block. ``hand_over``: this is the child's
+    last GPU work, and its parent may hand the GPU alone to the verification's next child (``GateKeeper``).
     """
     if not job.get("gate_grants"):
         yield
@@ -375,7 +390,7 @@ def alone_on_gpu(job: dict[str, Any], channel: Any, sync: Callable[[], None]) ->
         yield
     finally:
         sync()
-        _ask(job, channel, "shared")
+        _ask(job, channel, "over" if hand_over else "shared")
 
 
 def yield_point(job: dict[str, Any], channel: Any, sync: Callable[[], None]) -> None:

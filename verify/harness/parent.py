@@ -348,6 +348,7 @@ class ChildProcess:
         self._probe_started: float | None = None
         self._paused_at_probe = 0.0
         self.ready_at: float | None = None
+        self.marked: dict[str, float] = {}
         read_fd, write_fd = os.pipe() if channel else (None, None)
         args = list(argv)
         fd_args: dict[int, int] = {}
@@ -433,6 +434,8 @@ class ChildProcess:
                         self._paused_at_probe = self.paused_s
                     if self.ready_at is None and b'"mark"' in line and b'"ready"' in line:
                         self.ready_at = time.monotonic()
+                    if b'"mark"' in line and b'"overhead-ready"' in line:
+                        self.marked.setdefault("overhead-ready", time.monotonic())
                     if self._keeper is not None and b'"gate"' in line:
                         self._answer(self._keeper.handle, line)
                     if self._planner is not None and b'"sized"' in line:
@@ -814,7 +817,8 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
         go_file, gate_file = root / "go", root / "gpu-ours"
         gate_timeout = args.trusted_timeout + args.compile_timeout + args.run_timeout + 300
         trusted_job.write_text(json.dumps(job | {"work": str(trusted_dir), "go_file": str(go_file),
-                                                 "go_timeout_s": args.compile_timeout + 60}
+                                                 "go_timeout_s": args.compile_timeout + 60,
+                                                 "hand_over": keepers["trusted"] is not None}
                                           | ({"gate_file": str(gate_file), "gate_timeout_s": gate_timeout}
                                              if gate.path else {})
                                           | ({"plan_file": str(planner.plan_file),
@@ -832,18 +836,30 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
         # The run child starts now too: importing torch and creating its CUDA context (no kernels) overlap the
         # compile and the baselines. It loads the candidate and touches the GPU only once the compile is done
         # and the trusted child is gone with its references ("trusted-done").
-        trusted_done = root / "trusted-done"
+        trusted_done, overhead_go = root / "trusted-done", root / "overhead-go"
         run_job = cand_dir / "run-job.json"
         run_job.write_text(json.dumps(job | {"work": str(cand_dir), "wait_file": str(trusted_done),
                                              "wait_timeout_s": args.trusted_timeout + args.compile_timeout + 60
                                              + (gate_timeout if gate.path else 0)}
-                                    | _grants(keepers["run"], gate_timeout)))
+                                    | _grants(keepers["run"], gate_timeout)
+                                    | ({"overhead_go_file": str(overhead_go)} if keepers["run"] else {})))
         runner: ChildProcess | None = ChildProcess([*python, "--role", "run", "--job", str(run_job)], role="run",
                                                    env=env, cwd=cand_dir, blobs=True, blob_memory="copy",
                                                    keeper=keepers["run"], zygote=zygote,
                                                    on_blob=planner.arrived if planner else None)
         if keepers["run"] is not None:
             keepers["run"].freeze = runner.freeze
+
+            def hand_over() -> bool:
+                # Only to a run child that waits for it (still pre-import: trusted code) and never twice.
+                if runner is None or "overhead-ready" not in runner.marked or overhead_go.exists() \
+                        or runner.process.poll() is not None:
+                    return False
+                overhead_go.touch()
+                return True
+
+            if keepers["trusted"] is not None:
+                keepers["trusted"].hand_over = hand_over
         # Each child deletes its job file as soon as it has read it; candidate code must find none.
         wait_until(lambda: not (trusted_job.exists() or run_job.exists()), 30.0)
         compile_job = cand_dir / "compile-job.json"
@@ -881,6 +897,11 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
             runner.wait(0.1)
             runner = None
         ev.trusted = trusted.wait(args.trusted_timeout + args.compile_timeout)
+        if gate.sharing and overhead_go.exists() and runner is not None:
+            # The run child times its trivial kernel's series on the GPU alone handed over from the trusted child's
+            # baselines; its request to share again ends that hold (a tenth of a second), and only then may the
+            # gate let go.
+            wait_until(lambda: gate.held != "alone" or runner.process.poll() is not None, args.run_timeout)
         if gate.sharing:
             # Until the run child is released neither child has GPU work. Reading the references took 0.9-1.2 s for
             # outputs of 16.8M elements and more, and a timed series waiting for the GPU alone waited (session 36).

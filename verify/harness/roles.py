@@ -357,7 +357,9 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
             compile_s = time.perf_counter() - t0
         except Exception as error:
             _compile_failed(channel, error)
-    with alone_on_gpu(job, channel, clock.full_sync):
+    # The baselines are this child's last GPU work: its parent may hand the GPU alone straight to the run child's
+    # trivial kernel's series (``hand_over``), so that series waits for no other verification's untimed work.
+    with alone_on_gpu(job, channel, clock.full_sync, hand_over=bool(job.get("hand_over"))):
         _time_baselines(torch, job, channel, clock, work, model, template, compiled, compile_s)
     channel.send("done")
 
@@ -659,6 +661,16 @@ def _warm_without_kernels(torch: Any, device: str) -> None:
         torch.cuda.synchronize()
 
 
+def _overhead_before_import(torch: Any, job: dict[str, Any], channel: Channel, clock: Clock) -> None:
+    """The run child's own trivial kernel's series, timed with the GPU alone before anything of the candidate runs
+    (``judge.wall_event_gap`` compares the candidate with it and with the trusted child's)."""
+    tiny = torch.zeros(1, device=job["device"])
+    with alone_on_gpu(job, channel, clock.full_sync):
+        channel.send("timing", which="overhead-pre-import",
+                     result=time_callable(clock, lambda i: tiny.add_(1), [], 1, warmup=2, min_calls=30,
+                                          max_calls=30, target_s=0.0))
+
+
 def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, blobs: BlobChannel) -> None:
     """Run the candidate on the trusted inputs; report outputs, probes, the kernel list and raw timings."""
     import torch
@@ -669,12 +681,24 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
     install_build_memo()
     install_baton_guard()
     install_pch()
-    if device == "cuda" and not job.get("light"):
+    clock = Clock(torch, device)
+    timed = device == "cuda" and not job.get("light")
+    measured = False
+    if timed:
         _warm_without_kernels(torch, device)
+        if job.get("overhead_go_file") and job.get("wait_file"):
+            go, released = Path(job["overhead_go_file"]), Path(job["wait_file"])
+            channel.send("mark", phase="overhead-ready")
+            wait_until(lambda: go.exists() or released.exists(), job.get("wait_timeout_s", 900), poll_s=0.002)
+            if go.exists():
+                # Handed the GPU alone by the parent as the trusted child's baselines end (``GateKeeper``, ``over``).
+                _overhead_before_import(torch, job, channel, clock)
+                measured = True
     if job.get("wait_file"):
         wait_until(Path(job["wait_file"]).exists, job.get("wait_timeout_s", 900), poll_s=0.005)
     channel.send("mark", phase="released")
-    clock = Clock(torch, device)
+    if timed and not measured:
+        _overhead_before_import(torch, job, channel, clock)
     build_off_gpu(job, channel, clock.full_sync)
     # From here to the import is mostly Python on a loaded host (0.6-3 s in a batch), with the gate shared: a
     # timed series waiting for it waited for all of it (session 35: half the batch's waits to be alone), so it
@@ -690,12 +714,6 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
     # Read before the candidate's code runs: the trusted child said whether the reference is stateful.
     stateful = (shared / STATEFUL_FILE).exists()
     channel.send("mark", phase="reference-built")
-    if device == "cuda" and not job.get("light"):
-        tiny = torch.zeros(1, device=device)
-        with alone_on_gpu(job, channel, clock.full_sync):
-            channel.send("timing", which="overhead-pre-import",
-                         result=time_callable(clock, lambda i: tiny.add_(1), [], 1, warmup=2, min_calls=30,
-                                              max_calls=30, target_s=0.0))
     identities = snapshot_identities()
     kernels_before, torch_folder = aten_kernels(torch), os.path.dirname(torch.__file__)
     # Made before the import: it takes its sys.monitoring tool before the candidate could take every one, and
