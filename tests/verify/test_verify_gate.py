@@ -414,6 +414,38 @@ def test_over_hands_the_gpu_alone_to_the_next_child_only_when_the_parent_says_it
     gate.release()
 
 
+FORGER = """import json, os
+_root = os.path.dirname(os.getcwd())
+_names = ["trusted-done", "overhead-go", "go", "gpu-ours", "plan",
+          *(f"gate-{role}-{n}" for role in ("trusted", "run") for n in range(1, 65))]
+for _name in _names:
+    with open(os.path.join(_root, _name), "w") as _file:
+        _file.write(json.dumps({"judged": [0]}) if _name == "plan" else "go")
+with open(LOG, "a") as _log:
+    _log.write(os.path.basename(os.getcwd()) + " " + str(len(_names)) + "\\n")
+""" + HONEST
+
+
+def test_signal_files_a_candidate_forges_at_import_release_no_child_early(tmp_path: Path) -> None:
+    log = tmp_path / "forged.log"
+    kernel = FORGER.replace("LOG", repr(str(log)))
+    report = verify_code(TASK, kernel, "model-new", VerifyOptions(device="cpu", trials=3, shape_probe=False),
+                         env={"KA_GPU_GATE": str(tmp_path / "gpu-0.lock"), "KA_GPU_GATE_MODE": "shared"})
+    # The compile child ran the forging code before the trusted child's gate, go and plan, and the run child's release.
+    assert log.read_text().splitlines()[0] == "candidate 133"
+    assert {n for n, c in report["checks"].items() if c["verdict"] == "fail"} <= {"not-a-kernel"}, report.get("error")
+    assert report["status"] == "flagged"
+    assert _mark(report, "trusted", "mark:gpu-ours") >= _mark(report, "parent", "gpu-gate")
+    assert _mark(report, "trusted", "mark:go") >= _mark(report, "compile", "exit")
+    assert _mark(report, "run", "mark:released") >= _mark(report, "trusted", "exit")
+    # Each child's request for the GPU alone waited for its parent's grant, not for the forged file.
+    for role in ("trusted", "run"):
+        asked = [float(t) for t, r, e in report["timeline"] if r == role and e == "gate:alone"]
+        granted = [float(t) for t, r, e in report["timeline"] if r == "parent" and e == f"gate:{role}:alone"]
+        assert len(asked) == len(granted) == 1 and asked[0] <= granted[0], report["timeline"]
+    assert len(report.get("trials_reduced", {}).get("references", [0, 1, 2])) == 3
+
+
 def test_a_verification_out_of_gpu_memory_while_sharing_runs_again_alone(tmp_path: Path) -> None:
     marker = tmp_path / "ran-once"
     flaky = HONEST.replace(

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from verify.harness.common import wait_until
+from verify.harness.signals import send_signal, wait_signal
 
 GATE_MODES: tuple[str, ...] = ("exclusive", "shared")
 """``exclusive``: one verification on the GPU at a time. ``shared``: untimed work overlaps; timed work is alone."""
@@ -283,7 +283,7 @@ class GateKeeper:
     """The parent's side of a child's requests: move the gate as asked, then answer with a grant file.
 
     A child sends ``{"kind": "gate", "which": "alone" | "shared" | "away" | "yield" | "over", "n": N}`` and waits
-    for the file ``<grants>-N``. A candidate's run child is frozen (``SIGSTOP`` to its process group) while its
+    for the signal ``<grants>-N`` (``verify.harness.signals``, under ``key``). A candidate's run child is frozen (``SIGSTOP`` to its process group) while its
     parent waits for the GPU, so it cannot put work on a GPU another verification is timing on. A ``yield``
     lets a waiting timed series go first (``GpuGate.give_way``); it is marked only when it let go
     (``gate:<role>:yield``, then ``gate:<role>:shared``) and never counts against ``GATE_REQUESTS``. ``over`` ends
@@ -300,10 +300,12 @@ class GateKeeper:
     """
 
     def __init__(self, gate: GpuGate, grants: str, role: str, *, freeze: Callable[[bool], None] | None = None,
-                 marks: list[tuple[float, str]] | None = None, hand_over: Callable[[], bool] | None = None) -> None:
+                 marks: list[tuple[float, str]] | None = None, hand_over: Callable[[], bool] | None = None,
+                 key: str | None = None) -> None:
         self.gate = gate
         self.grants = grants
         self.role = role
+        self.key = key
         self.freeze = freeze
         self.hand_over = hand_over
         self.marks = marks if marks is not None else []
@@ -323,7 +325,7 @@ class GateKeeper:
         if want == "over":
             if self.gate.held == "alone" and self.hand_over is not None and self.hand_over():
                 self.marks.append((time.monotonic(), f"gate:{self.role}:over"))
-                Path(f"{self.grants}-{number}").touch()
+                self._grant(number)
                 return "over"
             want = "shared"
         if want == "away":
@@ -340,8 +342,11 @@ class GateKeeper:
             if not granted:
                 return None
         self.marks.append((time.monotonic(), f"gate:{self.role}:{want}"))
-        Path(f"{self.grants}-{number}").touch()
+        self._grant(number)
         return want
+
+    def _grant(self, number: int) -> None:
+        send_signal(Path(f"{self.grants}-{number}"), self.key)
 
     def _give_way(self, number: int) -> str | None:
         self._yields += 1
@@ -357,7 +362,7 @@ class GateKeeper:
             if not held:
                 return None
             self.marks.append((time.monotonic(), f"gate:{self.role}:shared"))
-        Path(f"{self.grants}-{number}").touch()
+        self._grant(number)
         return "yield"
 
 
@@ -367,8 +372,8 @@ _REQUESTS = itertools.count(1)
 def _ask(job: dict[str, Any], channel: Any, want: str) -> None:
     number = next(_REQUESTS)
     channel.send("gate", which=want, n=number)
-    if not wait_until(Path(f"{job['gate_grants']}-{number}").exists, job.get("gate_timeout_s", 3600),
-                      poll_s=GATE_POLL_S):
+    if wait_signal(Path(f"{job['gate_grants']}-{number}"), job.get("signal_key"), job.get("gate_timeout_s", 3600),
+                   poll_s=GATE_POLL_S) is None:
         raise RuntimeError(f"the GPU gate did not answer a request for the GPU {want}")
 
 

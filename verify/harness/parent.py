@@ -52,12 +52,14 @@ from verify.harness.judge import (
     judge,
     overall_status,
     properties,
+    reference_is_stateful,
     shape_probe,
     trivial_gap_allowance,
 )
 from verify.harness.memory import MemoryLedger, MemoryPlan, TrialSize
 from verify.harness.report import render_text
 from verify.harness.roles import JUDGED_FILE, STATE_PROBE_BLOBS
+from verify.harness.signals import new_key, send_signal
 from verify.harness.static import scan_source, static_verdicts
 from verify.harness.task import init_variant, shape_variant
 from verify.harness.tensors import DISTRIBUTIONS
@@ -793,12 +795,15 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
     fused_before = dict(FUSED_USED)
     marks: list[tuple[float, str]] = MarkLog(os.environ.get(MARKS_FILE_ENV), t_start)
     # Behind a shared gate each child asks for the GPU alone around its timed work (verify.harness.gate).
-    keepers = {role: GateKeeper(gate, str(root / f"gate-{role}"), role, marks=marks) if gate.sharing else None
-               for role in ("trusted", "run")}
+    # Each child's signals carry an HMAC under its own key, which only its job file holds (verify.harness.signals).
+    keys = {role: new_key() for role in ("trusted", "run")}
+    keepers = {role: GateKeeper(gate, str(root / f"gate-{role}"), role, marks=marks, key=keys[role])
+               if gate.sharing else None for role in ("trusted", "run")}
     report["gate"] = {"mode": gate.mode if gate.path else None}
     trusted: ChildProcess | None = None
     ledger = MemoryLedger.from_environment()
     planner = (TrialPlanner(trials, ledger, root / "plan", deep_trials=job.get("deep_trials", 2), gate=gate,
+                            key=keys["trusted"],
                             timeout_s=args.trusted_timeout, marks=marks)
                if len(trials) > 1 else None)
     if "torch" in sys.modules:
@@ -818,7 +823,8 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
         gate_timeout = args.trusted_timeout + args.compile_timeout + args.run_timeout + 300
         trusted_job.write_text(json.dumps(job | {"work": str(trusted_dir), "go_file": str(go_file),
                                                  "go_timeout_s": args.compile_timeout + 60,
-                                                 "hand_over": keepers["trusted"] is not None}
+                                                 "hand_over": keepers["trusted"] is not None,
+                                                 "signal_key": keys["trusted"]}
                                           | ({"gate_file": str(gate_file), "gate_timeout_s": gate_timeout}
                                              if gate.path else {})
                                           | ({"plan_file": str(planner.plan_file),
@@ -837,12 +843,14 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
         # compile and the baselines. It loads the candidate and touches the GPU only once the compile is done
         # and the trusted child is gone with its references ("trusted-done").
         trusted_done, overhead_go = root / "trusted-done", root / "overhead-go"
+        handed: list[bool] = []
         run_job = cand_dir / "run-job.json"
         run_job.write_text(json.dumps(job | {"work": str(cand_dir), "wait_file": str(trusted_done),
                                              "wait_timeout_s": args.trusted_timeout + args.compile_timeout + 60
                                              + (gate_timeout if gate.path else 0)}
                                     | _grants(keepers["run"], gate_timeout)
-                                    | ({"overhead_go_file": str(overhead_go)} if keepers["run"] else {})))
+                                    | ({"overhead_go_file": str(overhead_go)} if keepers["run"] else {})
+                                    | {"signal_key": keys["run"]}))
         runner: ChildProcess | None = ChildProcess([*python, "--role", "run", "--job", str(run_job)], role="run",
                                                    env=env, cwd=cand_dir, blobs=True, blob_memory="copy",
                                                    keeper=keepers["run"], zygote=zygote,
@@ -852,10 +860,11 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
 
             def hand_over() -> bool:
                 # Only to a run child that waits for it (still pre-import: trusted code) and never twice.
-                if runner is None or "overhead-ready" not in runner.marked or overhead_go.exists() \
+                if runner is None or "overhead-ready" not in runner.marked or handed \
                         or runner.process.poll() is not None:
                     return False
-                overhead_go.touch()
+                send_signal(overhead_go, keys["run"])
+                handed.append(True)
                 return True
 
             if keepers["trusted"] is not None:
@@ -886,18 +895,18 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
             # The children started early only to import torch; their time limits count from here.
             trusted.restart_clock()
             runner.restart_clock()
-            gate_file.touch()
+            send_signal(gate_file, keys["trusted"])
             if not ev.compile.ok:
                 ev.compile = compile_step(hide_gpu=False)
         else:
             ev.compile = compile_step(hide_gpu=False)
-        go_file.touch()
+        send_signal(go_file, keys["trusted"])
         log.append(f"compile: rc={ev.compile.returncode} {ev.compile.seconds:.1f}s\n{ev.compile.log_tail[-3000:]}")
         if not ev.compile.ok and runner is not None:
             runner.wait(0.1)
             runner = None
         ev.trusted = trusted.wait(args.trusted_timeout + args.compile_timeout)
-        if gate.sharing and overhead_go.exists() and runner is not None:
+        if gate.sharing and handed and runner is not None:
             # The run child times its trivial kernel's series on the GPU alone handed over from the trusted child's
             # baselines; its request to share again ends that hold (a tenth of a second), and only then may the
             # gate let go.
@@ -960,7 +969,7 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
         if runner is not None and gate.sharing:
             gate.shared()
             marks.append((time.monotonic(), "gpu-back"))
-        trusted_done.touch()
+        send_signal(trusted_done, keys["run"], json.dumps({"stateful": reference_is_stateful(ev)}))
         if runner is not None:
 
             def let_go() -> None:
@@ -976,7 +985,7 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
             if args.sanitize and ev.run.ok:
                 sanitize_job = cand_dir / "sanitize-job.json"
                 sanitize_job.write_text(json.dumps(job | {"work": str(cand_dir), "trials": trials[:1], "light": True,
-                                                          "deep_trials": 0}))
+                                                          "deep_trials": 0, "stateful": reference_is_stateful(ev)}))
                 ev.sanitizer = ChildProcess(
                     ["compute-sanitizer", "--tool", "memcheck", "--print-limit", "20", *python, "--role", "run",
                      "--job", str(sanitize_job)],
@@ -1088,8 +1097,10 @@ class TrialPlanner:
     """
 
     def __init__(self, trials: list[dict[str, Any]], ledger: MemoryLedger, plan_file: Path, *, deep_trials: int,
-                 gate: GpuGate, timeout_s: float, marks: list[tuple[float, str]] | None = None) -> None:
+                 gate: GpuGate, timeout_s: float, marks: list[tuple[float, str]] | None = None,
+                 key: str | None = None) -> None:
         self.trials = trials
+        self.key = key
         self.ledger = ledger
         self.plan_file = plan_file
         self.deep_trials = deep_trials
@@ -1100,12 +1111,14 @@ class TrialPlanner:
         self.error: str | None = None
         self.held_bytes = 0
         self.arrived_bytes = 0
+        self._planned = False
         self._arriving = threading.Lock()
 
     def handle(self, message: dict[str, Any]) -> MemoryPlan | None:
         """Plan on a ``sized`` message (once), write ``plan_file``, and return the plan (None on an error)."""
-        if message.get("kind") != "sized" or self.plan_file.exists():
+        if message.get("kind") != "sized" or self._planned:
             return None
+        self._planned = True
         judged = [t["index"] for t in self.trials]
         try:
             ref_bytes, out_bytes, probe_ref_bytes, probe_out_bytes = (
@@ -1124,9 +1137,7 @@ class TrialPlanner:
             self.arrived("", 0)
         except Exception as error:
             self.error = f"the memory plan failed ({type(error).__name__}: {error}); every trial is judged"[:300]
-        partial = self.plan_file.with_name(self.plan_file.name + ".partial")
-        partial.write_text(json.dumps({"judged": judged}))
-        os.replace(partial, self.plan_file)
+        send_signal(self.plan_file, self.key, json.dumps({"judged": judged}))
         if self.plan is not None:
             self.marks.append((time.monotonic(), f"memory-planned:{self.plan.judged}"))
         return self.plan
@@ -1318,7 +1329,9 @@ def profile_report(args: argparse.Namespace, embedded: dict[str, Any], script: s
         wait_s = args.compile_timeout + 2 * args.run_timeout + args.ncu_timeout + 600
         torch_go, ncu_go = root / "go-torch", root / "go-ncu"
         torch_job, ncu_job, csv_path = root / "profile-job.json", root / "ncu-job.json", root / "ncu.csv"
-        torch_job.write_text(json.dumps(job | {"gate_file": str(torch_go), "gate_timeout_s": wait_s}))
+        profile_key = new_key()
+        torch_job.write_text(json.dumps(job | {"gate_file": str(torch_go), "gate_timeout_s": wait_s,
+                                               "signal_key": profile_key}))
         torch_child = ChildProcess([*python, "--role", "profile", "--job", str(torch_job)], role="profile",
                                    env=env, cwd=root)
         children.append(torch_child)
@@ -1327,7 +1340,7 @@ def profile_report(args: argparse.Namespace, embedded: dict[str, Any], script: s
             report["ncu_error"] = "ncu (Nsight Compute) is not on PATH; pass --no-ncu to profile with torch.profiler only"
         elif not args.no_ncu:
             ncu_job.write_text(json.dumps(job | {"torch_profile": False, "calls": 11, "gate_file": str(ncu_go),
-                                                 "gate_timeout_s": wait_s}))
+                                                 "gate_timeout_s": wait_s, "signal_key": profile_key}))
             names = kernel_names(embedded["kernel_code"])
             command = ["ncu", "--csv", "--page", "details", "-c", "5", "-s", "6", "--log-file", str(csv_path)]
             for section in [s.strip() for s in args.ncu_sections.split(",") if s.strip()]:
@@ -1346,7 +1359,7 @@ def profile_report(args: argparse.Namespace, embedded: dict[str, Any], script: s
             report.update(status="error", error=compiled.failure())
             return report
         torch_child.restart_clock()
-        torch_go.touch()
+        send_signal(torch_go, profile_key)
         torch_run = torch_child.wait(args.run_timeout)
         marks.append((time.monotonic(), "torch-profiled"))
         events = (torch_run.first("torch-profile") or {}).get("events")
@@ -1355,7 +1368,7 @@ def profile_report(args: argparse.Namespace, embedded: dict[str, Any], script: s
             report["torch_profile_error"] = torch_run.failure()
         if ncu_child is not None:
             ncu_child.restart_clock()
-            ncu_go.touch()
+            send_signal(ncu_go, profile_key)
             ncu_run = ncu_child.wait(args.ncu_timeout)
             marks.append((time.monotonic(), "ncu-profiled"))
             report["ncu_csv"] = csv_path.read_text(errors="replace") if csv_path.is_file() else None

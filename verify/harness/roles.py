@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -32,6 +33,7 @@ from verify.harness.common import (
     die_with_parent,
     make_non_dumpable,
     pin_flags,
+    set_dumpable,
     snapshot_flags,
     snapshot_identities,
     thread_counts,
@@ -42,6 +44,7 @@ from verify.harness.float64 import Float64Reference
 from verify.harness.frames import load_values, save_values, send_groups, tensor_bytes
 from verify.harness.gate import alone_on_gpu, yield_point
 from verify.harness.pch import install_pch
+from verify.harness.signals import signalled, wait_signal
 from verify.harness.task import copy_matching_state, derive_call, load_module, parse_forward_signature
 from verify.harness.tensors import (
     POISON_FILLS,
@@ -231,7 +234,7 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
         # The parent takes the GPU gate only after this: a gate taken while the child still starts holds the GPU
         # idle (44 s of 334 s over 24 CUDA-L1 kernels on an H100) that another slot's ready kernel could use.
         channel.send("mark", phase="ready")
-        wait_until(Path(job["gate_file"]).exists, job.get("gate_timeout_s", 3600))
+        wait_signal(Path(job["gate_file"]), job.get("signal_key"), job.get("gate_timeout_s", 3600))
         channel.send("mark", phase="gpu-ours")
     task, functional = _load_task(embedded, work)
     build = partial(_build_reference, torch, task, functional, embedded["form"], job["weight_seed"], device)
@@ -246,9 +249,8 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
     state_before = {n: t.detach().clone() for n, t in model.state_dict().items()}
     stateful = bool(job["trials"]) and is_stateful(torch, model, make_inputs(
         task.get_inputs, job["trials"][0]["seed"], job["trials"][0]["distribution"], device))
-    if stateful:
-        # Every compared call, here and in the run child, starts from the first state.
-        (shared / STATEFUL_FILE).write_text("1")
+    # Every compared call, here and in the run child, starts from the first state: the parent tells the run child
+    # whether the reference is stateful with its release (``reference-state``), not through a file.
     restart = Restart(torch, [model, model64.module], stateful=stateful)
 
     def probe_references() -> tuple[int, int]:
@@ -343,7 +345,7 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
     template = make_inputs(task.get_inputs, job["timing"]["template_seed"], "task", device)
     save_values(torch, template, shared / "template")
     if job.get("go_file"):
-        wait_until(Path(job["go_file"]).exists, job.get("go_timeout_s", 900))
+        wait_signal(Path(job["go_file"]), job.get("signal_key"), job.get("go_timeout_s", 900))
     channel.send("mark", phase="go")
     timed = device == "cuda" and job["timing"].get("enabled", True)
     compiled, compile_s = None, 0.0
@@ -460,10 +462,10 @@ def _await_plan(job: dict[str, Any], channel: Channel, clock: Clock, **sizes: in
     GPU meanwhile."""
     clock.full_sync()
     channel.send("sized", **sizes)
-    plan = Path(job["plan_file"])
-    if not wait_until(plan.exists, job.get("plan_timeout_s", 3600), poll_s=0.005):
+    plan = wait_signal(Path(job["plan_file"]), job.get("signal_key"), job.get("plan_timeout_s", 3600), poll_s=0.005)
+    if plan is None:
         raise RuntimeError("the parent never said which trials to judge (no plan file)")
-    return {int(i) for i in json.loads(plan.read_text())["judged"]}
+    return {int(i) for i in json.loads(plan)["judged"]}
 
 
 def _extension_name(code: str) -> str:
@@ -532,9 +534,6 @@ def _equal_state(torch: Any, before: dict[str, Any], model: Any) -> list[str]:
     now = dict(model.state_dict())
     return [n for n, t in before.items() if n in now and not torch.equal(now[n], t)]
 
-
-STATEFUL_FILE = "stateful"
-"""Written into the shared folder by the trusted child when the task's reference is stateful."""
 
 JUDGED_FILE = "judged.json"
 """Written into the shared folder by the parent when the host's memory leaves trials unjudged: the judged trials'
@@ -687,15 +686,20 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
     if timed:
         _warm_without_kernels(torch, device)
         if job.get("overhead_go_file") and job.get("wait_file"):
-            go, released = Path(job["overhead_go_file"]), Path(job["wait_file"])
+            go, released, key = Path(job["overhead_go_file"]), Path(job["wait_file"]), job.get("signal_key")
             channel.send("mark", phase="overhead-ready")
-            wait_until(lambda: go.exists() or released.exists(), job.get("wait_timeout_s", 900), poll_s=0.002)
-            if go.exists():
+            wait_until(lambda: signalled(go, key) or signalled(released, key), job.get("wait_timeout_s", 900),
+                       poll_s=0.002)
+            if signalled(go, key):
                 # Handed the GPU alone by the parent as the trusted child's baselines end (``GateKeeper``, ``over``).
                 _overhead_before_import(torch, job, channel, clock)
                 measured = True
+    released: dict[str, Any] = {"stateful": bool(job.get("stateful"))}
     if job.get("wait_file"):
-        wait_until(Path(job["wait_file"]).exists, job.get("wait_timeout_s", 900), poll_s=0.005)
+        payload = wait_signal(Path(job["wait_file"]), job.get("signal_key"), job.get("wait_timeout_s", 900),
+                              poll_s=0.005)
+        with contextlib.suppress(ValueError, TypeError):
+            released |= dict(json.loads(payload or "{}"))
     channel.send("mark", phase="released")
     if timed and not measured:
         _overhead_before_import(torch, job, channel, clock)
@@ -711,8 +715,9 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
     reference, init_inputs = _build_reference(torch, task, functional, embedded["form"], job["weight_seed"], device)
     yield_point(job, channel, clock.full_sync)
     reference.load_state_dict(torch.load(shared / "weights.pt", map_location=device))
-    # Read before the candidate's code runs: the trusted child said whether the reference is stateful.
-    stateful = (shared / STATEFUL_FILE).exists()
+    # From the parent's release, before the candidate's code runs: the trusted child said whether the reference is
+    # stateful.
+    stateful = bool(released.get("stateful"))
     channel.send("mark", phase="reference-built")
     identities = snapshot_identities()
     kernels_before, torch_folder = aten_kernels(torch), os.path.dirname(torch.__file__)
@@ -732,6 +737,9 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
             time_callable(clock, lambda i: i[0], [torch.zeros(8, 8, device=device)], 1, warmup=0, min_calls=1,
                           max_calls=1, target_s=0.0, reset=lambda: context.restore(context_before), watch=watch)
     channel.send("hello", pid=os.getpid(), threads=threads_before, flags=flags_before, context=context_before)
+    # Every signal this child waits for before the import has come; the candidate's process is dumpable as an
+    # exec'd one would be.
+    set_dumpable()
     candidate = _load_candidate(torch, embedded, work, job.get("build_dir"))
     channel.send("probe", phase="import", threads=thread_counts(), flags=snapshot_flags({"torch": torch}),
                  context=context.snapshot(), changed=changed_identities(identities, snapshot_identities()))
@@ -1034,7 +1042,7 @@ def role_profile(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
             _warm_without_kernels(torch, device)
         elif device == "cuda":
             torch.empty(1, device=device)  # under ncu: a context only, no profiler of torch's beside ncu's
-        wait_until(Path(job["gate_file"]).exists, job.get("gate_timeout_s", 3600))
+        wait_signal(Path(job["gate_file"]), job.get("signal_key"), job.get("gate_timeout_s", 3600))
     reference, init_inputs = _build_reference(torch, task, functional, embedded["form"], job["weight_seed"], device)
     candidate = _load_candidate(torch, embedded, work, job.get("build_dir"))
     if embedded["form"] == "cuda-binding":
@@ -1092,12 +1100,18 @@ def child_main(role: str, job_path: str, channel_fd: int | None, embedded: dict[
                blob_fd: int | None = None, blob_memory_fd: int | None = None) -> int:
     """Entry point of a child process: run ``role`` on the job file, report through the channel."""
     die_with_parent()
+    if role in ("trusted", "run"):
+        # Undumpable before the job (seeds, the signal key) is in memory: the compile child's candidate code,
+        # which starts once this file is gone, cannot read it from here (``verify.harness.signals``).
+        make_non_dumpable()
     channel = Channel(channel_fd)
     blobs = BlobChannel(blob_fd, blob_memory_fd)
     job = json.loads(Path(job_path).read_text())
     # Seeds live in the job; once read, it is gone, so candidate code cannot read the timed inputs' seeds
     # from a file and precompute their outputs.
     Path(job_path).unlink(missing_ok=True)
+    if role == "run" and job.get("light"):
+        set_dumpable()
     try:
         ROLES[role](job, embedded, channel, blobs)
     except BaseException as error:
