@@ -7,7 +7,17 @@ import threading
 import time
 from pathlib import Path
 
-from verify.harness.signals import new_key, read_signal, send_signal, signal_mac, signalled, wait_signal
+import pytest
+
+from verify.harness.signals import (
+    await_signal,
+    new_key,
+    read_signal,
+    send_signal,
+    signal_mac,
+    signalled,
+    wait_signal,
+)
 
 
 def test_a_signal_counts_only_with_its_own_mac(tmp_path: Path) -> None:
@@ -50,3 +60,12 @@ def test_waiting_ignores_a_forged_file_until_the_parent_sends_the_signal(tmp_pat
         sender.cancel()
     assert time.monotonic() - started >= 0.2
     assert wait_signal(tmp_path / "never", key, 0.05) is None
+
+
+def test_a_child_never_signalled_stops_instead_of_going_on(tmp_path: Path) -> None:
+    key, path = new_key(), tmp_path / "trusted-done"
+    path.write_text("forged")
+    with pytest.raises(TimeoutError, match=r"the run child's release \(trusted-done\)"):
+        await_signal(path, key, 0.05, what="the run child's release")
+    send_signal(path, key, "{}")
+    assert await_signal(path, key, 0.05, what="the run child's release") == "{}"

@@ -44,7 +44,7 @@ from verify.harness.float64 import Float64Reference
 from verify.harness.frames import load_values, save_values, send_groups, tensor_bytes
 from verify.harness.gate import alone_on_gpu, yield_point
 from verify.harness.pch import install_pch
-from verify.harness.signals import signalled, wait_signal
+from verify.harness.signals import await_signal, signalled
 from verify.harness.task import copy_matching_state, derive_call, load_module, parse_forward_signature
 from verify.harness.tensors import (
     POISON_FILLS,
@@ -234,7 +234,8 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
         # The parent takes the GPU gate only after this: a gate taken while the child still starts holds the GPU
         # idle (44 s of 334 s over 24 CUDA-L1 kernels on an H100) that another slot's ready kernel could use.
         channel.send("mark", phase="ready")
-        wait_signal(Path(job["gate_file"]), job.get("signal_key"), job.get("gate_timeout_s", 3600))
+        await_signal(Path(job["gate_file"]), job.get("signal_key"), job.get("gate_timeout_s", 3600),
+                     what="the GPU's gate")
         channel.send("mark", phase="gpu-ours")
     task, functional = _load_task(embedded, work)
     build = partial(_build_reference, torch, task, functional, embedded["form"], job["weight_seed"], device)
@@ -345,7 +346,8 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
     template = make_inputs(task.get_inputs, job["timing"]["template_seed"], "task", device)
     save_values(torch, template, shared / "template")
     if job.get("go_file"):
-        wait_signal(Path(job["go_file"]), job.get("signal_key"), job.get("go_timeout_s", 900))
+        await_signal(Path(job["go_file"]), job.get("signal_key"), job.get("go_timeout_s", 900),
+                     what="the compile step's end")
     channel.send("mark", phase="go")
     timed = device == "cuda" and job["timing"].get("enabled", True)
     compiled, compile_s = None, 0.0
@@ -462,9 +464,8 @@ def _await_plan(job: dict[str, Any], channel: Channel, clock: Clock, **sizes: in
     GPU meanwhile."""
     clock.full_sync()
     channel.send("sized", **sizes)
-    plan = wait_signal(Path(job["plan_file"]), job.get("signal_key"), job.get("plan_timeout_s", 3600), poll_s=0.005)
-    if plan is None:
-        raise RuntimeError("the parent never said which trials to judge (no plan file)")
+    plan = await_signal(Path(job["plan_file"]), job.get("signal_key"), job.get("plan_timeout_s", 3600),
+                        what="which trials to judge", poll_s=0.005)
     return {int(i) for i in json.loads(plan)["judged"]}
 
 
@@ -696,8 +697,8 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
                 measured = True
     released: dict[str, Any] = {"stateful": bool(job.get("stateful"))}
     if job.get("wait_file"):
-        payload = wait_signal(Path(job["wait_file"]), job.get("signal_key"), job.get("wait_timeout_s", 900),
-                              poll_s=0.005)
+        payload = await_signal(Path(job["wait_file"]), job.get("signal_key"), job.get("wait_timeout_s", 900),
+                               what="the run child's release", poll_s=0.005)
         with contextlib.suppress(ValueError, TypeError):
             released |= dict(json.loads(payload or "{}"))
     channel.send("mark", phase="released")
@@ -1042,7 +1043,8 @@ def role_profile(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
             _warm_without_kernels(torch, device)
         elif device == "cuda":
             torch.empty(1, device=device)  # under ncu: a context only, no profiler of torch's beside ncu's
-        wait_signal(Path(job["gate_file"]), job.get("signal_key"), job.get("gate_timeout_s", 3600))
+        await_signal(Path(job["gate_file"]), job.get("signal_key"), job.get("gate_timeout_s", 3600),
+                     what="the GPU's gate")
     reference, init_inputs = _build_reference(torch, task, functional, embedded["form"], job["weight_seed"], device)
     candidate = _load_candidate(torch, embedded, work, job.get("build_dir"))
     if embedded["form"] == "cuda-binding":

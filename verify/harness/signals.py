@@ -90,3 +90,12 @@ def wait_signal(path: Path, key: str | None, timeout_s: float, poll_s: float = 0
 
     wait_until(arrived, timeout_s, poll_s=poll_s)
     return found[0] if found else None
+
+
+def await_signal(path: Path, key: str | None, timeout_s: float, *, what: str, poll_s: float = 0.01) -> str:
+    """``wait_signal``, failing closed: a child that was never told to go on stops (``TimeoutError``, naming
+    ``what`` it waited for) rather than going on without it."""
+    payload = wait_signal(path, key, timeout_s, poll_s=poll_s)
+    if payload is None:
+        raise TimeoutError(f"the parent never sent {what} ({path.name}) in {timeout_s:.0f} s")
+    return payload
