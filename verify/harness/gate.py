@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from verify.harness.signals import send_signal, wait_signal
+from verify.harness.signals import await_signal, send_signal
 
 GATE_MODES: tuple[str, ...] = ("exclusive", "shared")
 """``exclusive``: one verification on the GPU at a time. ``shared``: untimed work overlaps; timed work is alone."""
@@ -372,9 +372,8 @@ _REQUESTS = itertools.count(1)
 def _ask(job: dict[str, Any], channel: Any, want: str) -> None:
     number = next(_REQUESTS)
     channel.send("gate", which=want, n=number)
-    if wait_signal(Path(f"{job['gate_grants']}-{number}"), job.get("signal_key"), job.get("gate_timeout_s", 3600),
-                   poll_s=GATE_POLL_S) is None:
-        raise RuntimeError(f"the GPU gate did not answer a request for the GPU {want}")
+    await_signal(Path(f"{job['gate_grants']}-{number}"), job.get("signal_key"), job.get("gate_timeout_s", 3600),
+                 what=f"the GPU gate's answer to a request for the GPU {want}", poll_s=GATE_POLL_S)
 
 
 @contextlib.contextmanager

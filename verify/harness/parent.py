@@ -350,7 +350,7 @@ class ChildProcess:
         self._probe_started: float | None = None
         self._paused_at_probe = 0.0
         self.ready_at: float | None = None
-        self.marked: dict[str, float] = {}
+        self.overhead_ready_at: float | None = None
         read_fd, write_fd = os.pipe() if channel else (None, None)
         args = list(argv)
         fd_args: dict[int, int] = {}
@@ -436,8 +436,8 @@ class ChildProcess:
                         self._paused_at_probe = self.paused_s
                     if self.ready_at is None and b'"mark"' in line and b'"ready"' in line:
                         self.ready_at = time.monotonic()
-                    if b'"mark"' in line and b'"overhead-ready"' in line:
-                        self.marked.setdefault("overhead-ready", time.monotonic())
+                    if self.overhead_ready_at is None and b'"mark"' in line and b'"overhead-ready"' in line:
+                        self.overhead_ready_at = time.monotonic()
                     if self._keeper is not None and b'"gate"' in line:
                         self._answer(self._keeper.handle, line)
                     if self._planner is not None and b'"sized"' in line:
@@ -843,7 +843,7 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
         # compile and the baselines. It loads the candidate and touches the GPU only once the compile is done
         # and the trusted child is gone with its references ("trusted-done").
         trusted_done, overhead_go = root / "trusted-done", root / "overhead-go"
-        handed: list[bool] = []
+        handed = False
         run_job = cand_dir / "run-job.json"
         run_job.write_text(json.dumps(job | {"work": str(cand_dir), "wait_file": str(trusted_done),
                                              "wait_timeout_s": args.trusted_timeout + args.compile_timeout + 60
@@ -860,11 +860,11 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
 
             def hand_over() -> bool:
                 # Only to a run child that waits for it (still pre-import: trusted code) and never twice.
-                if runner is None or "overhead-ready" not in runner.marked or handed \
-                        or runner.process.poll() is not None:
+                nonlocal handed
+                if runner is None or runner.overhead_ready_at is None or handed or runner.process.poll() is not None:
                     return False
                 send_signal(overhead_go, keys["run"])
-                handed.append(True)
+                handed = True
                 return True
 
             if keepers["trusted"] is not None:
