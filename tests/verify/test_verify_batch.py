@@ -376,6 +376,19 @@ def test_gpu_occupancy_counts_the_time_a_request_for_the_gpu_alone_waited_while_
     assert gpu_occupancy([]) == {"gate_held_share": None, "gpu_alone_share": None, "alone_waited_share": None}
 
 
+def test_gpu_occupancy_counts_a_hand_over_as_alone_and_an_over_not_followed_by_a_grant_as_its_end() -> None:
+    # The trusted child's baselines hand the GPU to the run child's series (over at 3.0, its grant at 3.1): alone
+    # from 2 to 3.5 without a gap. In b nothing takes the GPU after over: alone from 2 to 3 only, then 6 to 7.
+    a = _shared(0.0, "0", [[1.0, "parent", "gpu-gate"], [2.0, "parent", "gate:trusted:alone"],
+                           [3.0, "parent", "gate:trusted:over"], [3.1, "parent", "gate:run:alone"],
+                           [3.5, "parent", "gate:run:shared"], [10.0, "run", "exit"]])
+    assert gpu_occupancy([a])["gpu_alone_share"] == 0.15
+    b = _shared(0.0, "0", [[1.0, "parent", "gpu-gate"], [2.0, "parent", "gate:trusted:alone"],
+                           [3.0, "parent", "gate:trusted:over"], [4.0, "parent", "gate:run:shared"],
+                           [6.0, "parent", "gate:run:alone"], [7.0, "parent", "gate:run:shared"],
+                           [10.0, "run", "exit"]])
+    assert gpu_occupancy([b])["gpu_alone_share"] == 0.2
+
 def test_give_way_waits_add_each_childs_stand_backs_until_its_next_grant() -> None:
     shared = {"gate": {"mode": "shared"}}
     both = shared | {"timeline": [[1.0, "parent", "gate:trusted:yield"], [1.2, "run", "gate:alone"],

@@ -69,3 +69,43 @@ def test_a_child_never_signalled_stops_instead_of_going_on(tmp_path: Path) -> No
         await_signal(path, key, 0.05, what="the run child's release")
     send_signal(path, key, "{}")
     assert await_signal(path, key, 0.05, what="the run child's release") == "{}"
+
+
+class _Channel:
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, dict[str, object]]] = []
+
+    def send(self, kind: str, **fields: object) -> None:
+        self.sent.append((kind, fields))
+
+
+@pytest.mark.parametrize(("signals", "handed"), [(("overhead-go",), True), (("trusted-done",), False),
+                                                  (("overhead-go", "trusted-done"), True)])
+def test_the_run_child_is_handed_the_gpu_only_by_the_parents_overhead_go(
+        tmp_path: Path, signals: tuple[str, ...], handed: bool) -> None:
+    from verify.harness.roles import _handed_the_gpu
+
+    key = new_key()
+    job = {"overhead_go_file": str(tmp_path / "overhead-go"), "wait_file": str(tmp_path / "trusted-done"),
+           "signal_key": key, "wait_timeout_s": 10}
+    # A forged hand-over (candidate code of the compile step, same user) is no hand-over: the child waits on.
+    (tmp_path / "overhead-go").write_text("forged")
+    channel = _Channel()
+    for name in signals:
+        send_signal(tmp_path / name, key)
+    assert _handed_the_gpu(job, channel) is handed
+    assert channel.sent == [("mark", {"phase": "overhead-ready"})]
+
+
+def test_the_run_child_waiting_for_its_hand_over_goes_on_at_its_release(tmp_path: Path) -> None:
+    from verify.harness.roles import _handed_the_gpu
+
+    key = new_key()
+    job = {"overhead_go_file": str(tmp_path / "overhead-go"), "wait_file": str(tmp_path / "trusted-done"),
+           "signal_key": key, "wait_timeout_s": 10}
+    sender = threading.Timer(0.2, send_signal, (tmp_path / "trusted-done", key, "{}"))
+    sender.start()
+    try:
+        assert _handed_the_gpu(job, _Channel()) is False
+    finally:
+        sender.cancel()

@@ -140,7 +140,8 @@ def gpu_occupancy(reports: list[dict[str, Any]]) -> dict[str, float | None]:
 
     From each report's timeline on the host's monotonic clock (``timeline_origin``): the gate is held from
     ``gpu-gate`` to the run child's exit, and alone between a child's ``gate:<role>:alone`` and its next
-    ``gate:<role>:shared`` mark, or throughout in the exclusive mode. ``alone_waited_share``: some child had asked
+    ``gate:<role>:shared`` mark (``_alone_spans``: a hand-over keeps it alone), or throughout in the exclusive mode.
+    ``alone_waited_share``: some child had asked
     for the GPU alone (its ``gate:alone``) and was not yet granted it, and no other held it alone: the GPU ran only
     the pieces of untimed work the gate was waiting for to end (the sharers that reached a yield point meanwhile
     stood back). The span runs from the first report's start to the last one's run exit, per GPU.
@@ -178,14 +179,7 @@ def gpu_occupancy(reports: list[dict[str, Any]]) -> dict[str, float | None]:
                 alone.append((gate, exit_))
                 continue
             waited += [(start, end) for _, start, end in _paired_spans(timeline, _asked_alone, _granted_alone)]
-            opened: dict[str, float] = {}
-            for t, r, e in timeline:
-                if r == "parent" and e.startswith("gate:"):
-                    _, role, want = e.split(":", 2)
-                    if want == "alone":
-                        opened.setdefault(role, t)
-                    elif role in opened:
-                        alone.append((opened.pop(role), t))
+            alone += _alone_spans(timeline)
         span = max(ends) - min(starts)
         if span > 0:
             held_shares.append(_union_s(held) / span)
@@ -196,6 +190,43 @@ def gpu_occupancy(reports: list[dict[str, Any]]) -> dict[str, float | None]:
     return {"gate_held_share": round(sum(held_shares) / len(held_shares), 4),
             "gpu_alone_share": round(sum(alone_shares) / len(alone_shares), 4),
             "alone_waited_share": round(sum(waited_shares) / len(waited_shares), 4)}
+
+
+def _alone_spans(timeline: Sequence[tuple[float, str, str]]) -> list[tuple[float, float]]:
+    """The stretches a shared-mode verification held its GPU alone, from its parent's gate marks.
+
+    A child's hold runs from its ``gate:<role>:alone`` to its next gate mark. A hold that ends in ``over`` (harness
+    1.33: the trusted child's baselines hand the GPU to the run child) goes on through the next child's
+    ``gate:<role>:alone`` grant that follows at once, so the hand-over's few milliseconds count as alone; when another
+    mark follows ``over`` instead, or none, the hold ended at ``over``.
+
+    Example:
+        >>> _alone_spans([(1, "parent", "gate:trusted:alone"), (2, "parent", "gate:trusted:over"),
+        ...               (2.1, "parent", "gate:run:alone"), (3, "parent", "gate:run:shared"),
+        ...               (5, "parent", "gate:run:alone"), (6, "parent", "gate:run:shared")])
+        [(1, 3), (5, 6)]
+    """
+    spans: list[tuple[float, float]] = []
+    opened: dict[str, float] = {}
+    handed: tuple[float, float] | None = None
+    for t, role_, event in timeline:
+        if role_ != "parent" or not event.startswith("gate:"):
+            continue
+        _, role, want = event.split(":", 2)
+        if handed is not None and want != "alone":
+            spans.append(handed)
+        if want == "alone":
+            opened.setdefault(role, handed[0] if handed is not None else t)
+        elif role in opened:
+            start = opened.pop(role)
+            if want == "over":
+                handed = (start, t)
+                continue
+            spans.append((start, t))
+        handed = None
+    if handed is not None:
+        spans.append(handed)
+    return spans
 
 
 def alone_waits(reports: list[dict[str, Any]]) -> dict[str, float | None]:

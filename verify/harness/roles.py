@@ -671,6 +671,24 @@ def _overhead_before_import(torch: Any, job: dict[str, Any], channel: Channel, c
                                           max_calls=30, target_s=0.0))
 
 
+def _handed_the_gpu(job: dict[str, Any], channel: Channel) -> bool:
+    """Say ``overhead-ready`` and wait for the GPU alone handed over (the ``overhead-go`` signal) or for the release;
+    whether it was handed over (if both have come, it was)."""
+    go, release, key = Path(job["overhead_go_file"]), Path(job["wait_file"]), job.get("signal_key")
+    channel.send("mark", phase="overhead-ready")
+    came: list[bool] = []
+
+    def either() -> bool:
+        if signalled(go, key):
+            came.append(True)
+        elif signalled(release, key):
+            came.append(False)
+        return bool(came)
+
+    wait_until(either, job.get("wait_timeout_s", 900), poll_s=0.002)
+    return bool(came) and came[0]
+
+
 def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, blobs: BlobChannel) -> None:
     """Run the candidate on the trusted inputs; report outputs, probes, the kernel list and raw timings."""
     import torch
@@ -686,15 +704,10 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
     measured = False
     if timed:
         _warm_without_kernels(torch, device)
-        if job.get("overhead_go_file") and job.get("wait_file"):
-            go, released, key = Path(job["overhead_go_file"]), Path(job["wait_file"]), job.get("signal_key")
-            channel.send("mark", phase="overhead-ready")
-            wait_until(lambda: signalled(go, key) or signalled(released, key), job.get("wait_timeout_s", 900),
-                       poll_s=0.002)
-            if signalled(go, key):
-                # Handed the GPU alone by the parent as the trusted child's baselines end (``GateKeeper``, ``over``).
-                _overhead_before_import(torch, job, channel, clock)
-                measured = True
+        if job.get("overhead_go_file") and job.get("wait_file") and _handed_the_gpu(job, channel):
+            # Handed the GPU alone by the parent as the trusted child's baselines end (``GateKeeper``, ``over``).
+            _overhead_before_import(torch, job, channel, clock)
+            measured = True
     released: dict[str, Any] = {"stateful": bool(job.get("stateful"))}
     if job.get("wait_file"):
         payload = await_signal(Path(job["wait_file"]), job.get("signal_key"), job.get("wait_timeout_s", 900),
