@@ -35,7 +35,9 @@ and ``alone_held_up_by_cold``: those waits for the GPU alone in all, and the fiv
 waited on longest, with their seconds (``verify.batch.stats.held_up_by``); ``alone_requeued_s_cold`` and
 ``alone_requeued_n_cold``: the part of those waits that came after another kernel's alone time had ended, and how many
 waits had one (``verify.batch.stats.requeued_waits``: what handing the GPU from one timed series straight to the next
-would save at most); ``alone_wait_by_grant_s_cold``: those waits in all by the kind of request, the trusted child's,
+would save at most); ``held_pieces_cold``: the pieces of work under a shared gate (between two of a child's requests)
+that added up longest over the cold pass, as ``[child:name, seconds in all, how many, the longest]``
+(``verify.batch.stats.held_pieces``, from each report's ``gate.pieces``); ``alone_wait_by_grant_s_cold``: those waits in all by the kind of request, the trusted child's,
 the run child's before the candidate's import (its trivial kernel's series) and after it (the timed series)
 (``verify.batch.stats.alone_waits_by_grant``). ``ready_median_s_cold``, ``seat_wait_median_s_cold`` and
 ``seat_hold_median_s_cold``: when a kernel was ready for the GPU, how long it then waited for a seat and how long it
@@ -115,6 +117,7 @@ from verify.batch.stats import (  # noqa: E402
     cpu_by_process,
     give_way_waits,
     gpu_occupancy,
+    held_pieces,
     held_up_by,
     requeued_waits,
     seat_times,
@@ -753,6 +756,7 @@ def main() -> int:
         **{f"{k}_cold": v for k, v in give_way_waits(list(cold.reports.values())).items()},
         **{f"{k}_cold": v for k, v in held_up_by(list(cold.reports.values()) + cold.stopped_records(gate_mode)).items()},
         **{f"{k}_cold": v for k, v in requeued_waits(list(cold.reports.values())).items()},
+        **{f"{k}_cold": v for k, v in held_pieces(list(cold.reports.values())).items()},
         **{f"{k}_cold": v for k, v in alone_waits_by_grant(list(cold.reports.values())).items()},
         **{f"{k}_cold": v for k, v in seat_times(list(cold.reports.values())).items()},
         "stopped_cold": len(cold.stopped),

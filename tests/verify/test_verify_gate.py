@@ -90,7 +90,7 @@ def test_a_shared_gate_overlaps_untimed_work_but_never_timed_work(tmp_path: Path
     for report in got:
         # CPU-only candidates have no GPU code: not-a-kernel fails or warns, nothing else (status flagged).
         assert {n for n, c in report["checks"].items() if c["verdict"] == "fail"} <= {"not-a-kernel"}
-        assert report["status"] == "flagged" and report["gate"] == {"mode": "shared"}
+        assert report["status"] == "flagged" and _gate_without_pieces(report) == {"mode": "shared"}
         # The trusted child's baselines and the candidate's timed series: each asked for the GPU alone.
         assert len(_alone_windows(report, "trusted")) == 1 and len(_alone_windows(report, "run")) == 1
     for mine, theirs in (got, got[::-1]):
@@ -100,6 +100,13 @@ def test_a_shared_gate_overlaps_untimed_work_but_never_timed_work(tmp_path: Path
             # go can read up to 1 ms inside the window (CI once saw 0.05 ms).
             inside = [t for t in _gpu_work(theirs) if start + TIMELINE_RESOLUTION_S < t < end - TIMELINE_RESOLUTION_S]
             assert not inside, (start, end, inside)
+
+
+def _gate_without_pieces(report: dict[str, Any]) -> dict[str, Any]:
+    """The report's ``gate`` less ``pieces``, which every shared-mode report has (harness 1.35), as a dict."""
+    gate = dict(report["gate"])
+    assert isinstance(gate.pop("pieces"), dict), report["gate"]
+    return gate
 
 
 def _wait_for_alone(gate: GpuGate, beside: GpuGate) -> threading.Thread:
@@ -204,6 +211,13 @@ def test_a_verification_gives_way_to_timed_series_mid_phase_and_keeps_its_verdic
     yields = [e for _, r, e in report["timeline"] if r == "parent" and e == "gate:run:yield"]
     assert yields, "no yield point in the trials let the neighbour's timed series go first"
     assert not [e for _, r, e in report["timeline"] if e == "gate:yield"], "a child's yield points in the timeline"
+    # Every piece of work between two of a child's requests is measured; the longest come first, named by messages.
+    pieces = report["gate"]["pieces"]
+    assert set(pieces) == {"trusted", "run"} and all(0 < len(p) <= 5 for p in pieces.values())
+    for role_pieces in pieces.values():
+        assert [s for s, _ in role_pieces] == sorted((s for s, _ in role_pieces), reverse=True)
+        assert all(s >= 0 and isinstance(name, str) for s, name in role_pieces)
+    assert any("trial" in name for _, name in pieces["run"]), pieces["run"]
     called = [float(line) for line in calls.read_text().split()]
     assert len(called) > 10 and len(windows) > 3
     for start, end in windows:
@@ -269,6 +283,10 @@ def test_the_keeper_lets_a_yield_go_first_only_when_a_timed_series_waits(tmp_pat
     answered.join(5)
     assert (tmp_path / "grant-2").exists() and frozen == [True, False] and gate.held == "shared"
     assert [e for _, e in keeper.marks] == ["gate:run:yield", "gate:run:shared"]
+    # Each answer is kept with when it was asked for and granted: the second stood back while the other was timed.
+    assert [granted for _, _, granted in keeper.answers] == ["yield", "yield"]
+    asked, answered, _ = keeper.answers[1]
+    assert answered - asked >= keeper.marks[1][0] - keeper.marks[0][0] > 0
     # Yields are not requests: past GATE_REQUESTS of them the gate still shares.
     for number in range(10, 10 + GATE_REQUESTS):
         keeper.handle({"kind": "gate", "which": "yield", "n": number})
@@ -345,7 +363,7 @@ def test_one_seat_keeps_two_shared_verifications_gpu_work_apart(tmp_path: Path) 
     got = _two_at_once(VerifyOptions(device="cpu", trials=2, shape_probe=False),
                        {"KA_GPU_GATE": str(tmp_path / "gpu-0.lock"), "KA_GPU_GATE_MODE": "shared", "KA_GPU_SEATS": "1"})
     for report in got:
-        assert report["status"] == "flagged" and report["gate"] == {"mode": "shared"}, report.get("error")
+        assert report["status"] == "flagged" and _gate_without_pieces(report) == {"mode": "shared"}, report.get("error")
     _one_after_the_other(got)
 
 
@@ -529,7 +547,7 @@ def test_a_child_that_crashes_or_is_killed_without_sharing_gets_no_second_run(tm
     crash = HONEST.replace("return torch.relu(self.lin(x))",
                            _dies_once(tmp_path / "segv", "SIGSEGV") + "        return torch.relu(self.lin(x))")
     report = verify_code(TASK, crash, "model-new", options, env=shared)
-    assert report["gate"] == {"mode": "shared"} and report["killed"] == {"run": 11} and report["status"] == "failed"
+    assert _gate_without_pieces(report) == {"mode": "shared"} and report["killed"] == {"run": 11} and report["status"] == "failed"
     killed = HONEST.replace("return torch.relu(self.lin(x))",
                             _dies_once(tmp_path / "alone", "SIGKILL") + "        return torch.relu(self.lin(x))")
     report = verify_code(TASK, killed, "model-new", options, env={"KA_GPU_GATE": str(tmp_path / "gpu-1.lock")})

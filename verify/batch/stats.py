@@ -384,6 +384,35 @@ def held_up_by(reports: list[dict[str, Any]], top: int = 5) -> dict[str, Any]:
             "alone_held_up_by": [[name, round(s, 3)] for name, s in pieces.most_common(top)]}
 
 
+def held_pieces(reports: list[dict[str, Any]], top: int = 8) -> dict[str, Any]:
+    """The pieces of work under a shared gate that added up longest over a pass: by child and name, their seconds in
+    all, how many, and the longest one.
+
+    Each shared-mode report keeps its children's five longest pieces (``gate.pieces``, harness 1.35,
+    ``verify.harness.gate.held_pieces``): the stretches between two of a child's requests, for which a timed series
+    asking for the GPU alone meanwhile waits. ``alone_held_up_by`` names what the waits ended on; this says how long
+    the pieces were, whether anyone waited or not.
+
+    Example:
+        >>> a = {"gate": {"mode": "shared", "pieces": {"run": [[2.0, "trial"], [0.5, "hello .. call"]]}}}
+        >>> b = {"gate": {"mode": "shared", "pieces": {"run": [[1.0, "trial"]], "trusted": [[0.2, "reference"]]}}}
+        >>> held_pieces([a, b, {"gate": {"mode": "exclusive"}}])["held_pieces"]
+        [['run:trial', 3.0, 2, 2.0], ['run:hello .. call', 0.5, 1, 0.5], ['trusted:reference', 0.2, 1, 0.2]]
+    """
+    total: Counter[str] = Counter()
+    count: Counter[str] = Counter()
+    longest: dict[str, float] = {}
+    for report in reports:
+        for role, pieces in ((report.get("gate") or {}).get("pieces") or {}).items():
+            for seconds, name in pieces:
+                key = f"{role}:{name}"
+                total[key] += float(seconds)
+                count[key] += 1
+                longest[key] = max(longest.get(key, 0.0), float(seconds))
+    return {"held_pieces": [[key, round(s, 3), count[key], round(longest[key], 3)]
+                            for key, s in total.most_common(top)] if total else None}
+
+
 def requeued_waits(reports: list[dict[str, Any]]) -> dict[str, Any]:
     """The part of the waits for the GPU alone that came after another verification's alone time had ended.
 

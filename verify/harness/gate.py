@@ -24,7 +24,7 @@ import itertools
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -311,14 +311,21 @@ class GateKeeper:
         self.marks = marks if marks is not None else []
         self._count = 0
         self._yields = 0
+        self.answers: list[tuple[float, float, str]] = []
+        """Each request answered: when it came, when it was granted, and what (``held_pieces`` reads them)."""
 
     def handle(self, message: dict[str, Any]) -> str | None:
         """Act on one channel message if it is a gate request; what was granted, or None."""
         want, number = message.get("which"), message.get("n")
         if message.get("kind") != "gate" or want not in GATE_WANTS or type(number) is not int:
             return None
-        if want == "yield":
-            return self._give_way(number)
+        asked = time.monotonic()
+        granted = self._give_way(number) if want == "yield" else self._move(want, number)
+        if granted is not None:
+            self.answers.append((asked, time.monotonic(), granted))
+        return granted
+
+    def _move(self, want: str, number: int) -> str | None:
         self._count += 1
         if self._count > GATE_REQUESTS:
             want = "alone"
@@ -364,6 +371,43 @@ class GateKeeper:
             self.marks.append((time.monotonic(), f"gate:{self.role}:shared"))
         self._grant(number)
         return "yield"
+
+
+HELD_AFTER: tuple[str, ...] = ("shared", "yield")
+"""Grants after which a child holds a shared gate, so that a timed series waiting for the GPU alone waits for its next
+request."""
+
+
+def held_pieces(answers: Sequence[tuple[float, float, str]], events: Sequence[tuple[float, str]], *,
+                start: float | None = None, end: float | None = None, top: int = 5) -> list[list[Any]]:
+    """A child's ``top`` longest pieces of work under a shared gate: each runs from a grant that left it sharing
+    (``HELD_AFTER``; or ``start``, when it was first let onto the GPU) to its next request (or ``end``, its exit).
+
+    A timed series that asks for the GPU alone during a piece waits for the piece's end, so the longest pieces are
+    what the waits for the GPU alone are made of. Each comes as ``[seconds, name]``, named by the child's messages
+    inside it (the first and the last, ``-`` for none); ``answers`` is a ``GateKeeper``'s, ``events`` the child's
+    messages as ``(time, name)`` on the same clock.
+
+    Example:
+        >>> answers = [(1.0, 1.0, "yield"), (3.0, 3.0, "yield"), (3.5, 3.6, "alone"), (4.0, 4.0, "shared")]
+        >>> events = [(0.5, "hello"), (2.0, "trial"), (3.2, "trial"), (4.5, "done")]
+        >>> held_pieces(answers, events, start=0.2, end=5.0)
+        [[2.0, 'trial'], [1.0, 'done'], [0.8, 'hello'], [0.5, 'trial']]
+    """
+    spans: list[tuple[float, float]] = []
+    opened = start
+    for asked, answered, granted in answers:
+        if opened is not None and asked >= opened:
+            spans.append((opened, asked))
+        opened = answered if granted in HELD_AFTER else None
+    if opened is not None and end is not None and end >= opened:
+        spans.append((opened, end))
+    pieces: list[list[Any]] = []
+    for began, ended in spans:
+        inside = [name for at, name in events if began <= at <= ended]
+        name = "-" if not inside else inside[0] if inside[0] == inside[-1] else f"{inside[0]} .. {inside[-1]}"
+        pieces.append([round(ended - began, 3), name])
+    return sorted(pieces, key=lambda piece: -piece[0])[:top]
 
 
 _REQUESTS = itertools.count(1)

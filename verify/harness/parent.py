@@ -43,7 +43,7 @@ from verify.harness.common import (
 )
 from verify.harness.frames import unpack_groups
 from verify.harness.fused import FUSED_USED, warm_fused
-from verify.harness.gate import GateKeeper, GpuGate
+from verify.harness.gate import GateKeeper, GpuGate, held_pieces
 from verify.harness.judge import (
     TOLERANCE,
     ChildReport,
@@ -1048,6 +1048,9 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
             timeline_origin=t_start,
             log="\n".join(log)[-20000:],
         )
+        if gate.sharing:
+            report["gate"]["pieces"] = {child.role: gate_pieces(keepers[child.role], child)
+                                        for child in (ev.trusted, ev.run) if child and keepers.get(child.role)}
         return report
     finally:
         gate.release()
@@ -1268,6 +1271,36 @@ def read_mark_log(path: str | os.PathLike[str]) -> tuple[float | None, list[tupl
     return origin, marks
 
 
+GATE_PIECE_STARTS: dict[str, str] = {"trusted": "gpu-ours", "run": "released"}
+"""The mark from which a child holds its verification's shared gate (the parent took it for it)."""
+
+
+def gate_pieces(keeper: GateKeeper, child: ChildReport, top: int = 5) -> list[list[Any]]:
+    """The child's longest pieces of work under the shared gate (``verify.harness.gate.held_pieces``), from its
+    first moment on the GPU (``GATE_PIECE_STARTS``) to its exit, named by its messages.
+
+    Example:
+        >>> from verify.harness.gate import GpuGate
+        >>> keeper = GateKeeper(GpuGate(None), "grant", "run")
+        >>> keeper.answers = [(11.0, 11.0, "yield")]
+        >>> child = ChildReport(role="run", messages=[{"kind": "mark", "phase": "released"}, {"kind": "call"},
+        ...                     {"kind": "gate", "which": "yield"}, {"kind": "done"}],
+        ...                     received=[10.0, 10.5, 11.0, 12.0], exited_at=12.5)
+        >>> gate_pieces(keeper, child)
+        [[1.5, 'done'], [1.0, 'mark:released .. call']]
+    """
+    events = [(at, _event_name(message)) for message, at in zip(child.messages, child.received, strict=False)
+              if message.get("kind") != "gate"]
+    start = next((at for at, name in events if name == f"mark:{GATE_PIECE_STARTS.get(child.role)}"), None)
+    return held_pieces(keeper.answers, events, start=start, end=child.exited_at, top=top)
+
+
+def _event_name(message: dict[str, Any]) -> str:
+    detail = message.get("phase") or message.get("which")
+    kind = str(message.get("kind"))
+    return f"{kind}:{detail}" if detail else kind
+
+
 def timeline(t_start: float, children: list[ChildReport],
              marks: list[tuple[float, str]] | None = None) -> list[list[Any]]:
     """When each child message arrived, each child exited and the parent passed each mark, sorted.
@@ -1285,11 +1318,9 @@ def timeline(t_start: float, children: list[ChildReport],
     events: list[list[Any]] = [[round(at - t_start, 3), "parent", name] for at, name in marks or []]
     for child in children:
         for message, at in zip(child.messages, child.received, strict=False):
-            detail = message.get("phase") or message.get("which")
-            kind = str(message.get("kind"))
-            if kind == "gate" and detail == "yield":
+            if message.get("kind") == "gate" and message.get("which") == "yield":
                 continue
-            events.append([round(at - t_start, 3), child.role, f"{kind}:{detail}" if detail else kind])
+            events.append([round(at - t_start, 3), child.role, _event_name(message)])
         if child.exited_at is not None:
             events.append([round(child.exited_at - t_start, 3), child.role, "exit"])
     return sorted(events, key=lambda e: e[0])
