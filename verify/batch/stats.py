@@ -388,7 +388,7 @@ def held_pieces(reports: list[dict[str, Any]], top: int = 8) -> dict[str, Any]:
     """The pieces of work under a shared gate that added up longest over a pass: by child and name, their seconds in
     all, how many, and the longest one.
 
-    Each shared-mode report keeps its children's five longest pieces (``gate.pieces``, harness 1.35,
+    Each shared-mode report has its children's pieces (``gate.pieces``, harness 1.35,
     ``verify.harness.gate.held_pieces``): the stretches between two of a child's requests, for which a timed series
     asking for the GPU alone meanwhile waits. ``alone_held_up_by`` names what the waits ended on; this says how long
     the pieces were, whether anyone waited or not.

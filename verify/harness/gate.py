@@ -379,8 +379,8 @@ request."""
 
 
 def held_pieces(answers: Sequence[tuple[float, float, str]], events: Sequence[tuple[float, str]], *,
-                start: float | None = None, end: float | None = None, top: int = 5) -> list[list[Any]]:
-    """A child's ``top`` longest pieces of work under a shared gate: each runs from a grant that left it sharing
+                start: float | None = None, end: float | None = None) -> list[list[Any]]:
+    """A child's pieces of work under a shared gate, in time order: each runs from a grant that left it sharing
     (``HELD_AFTER``; or ``start``, when it was first let onto the GPU) to its next request (or ``end``, its exit).
 
     A timed series that asks for the GPU alone during a piece waits for the piece's end, so the longest pieces are
@@ -392,7 +392,7 @@ def held_pieces(answers: Sequence[tuple[float, float, str]], events: Sequence[tu
         >>> answers = [(1.0, 1.0, "yield"), (3.0, 3.0, "yield"), (3.5, 3.6, "alone"), (4.0, 4.0, "shared")]
         >>> events = [(0.5, "hello"), (2.0, "trial"), (3.2, "trial"), (4.5, "done")]
         >>> held_pieces(answers, events, start=0.2, end=5.0)
-        [[2.0, 'trial'], [1.0, 'done'], [0.8, 'hello'], [0.5, 'trial']]
+        [[0.8, 'hello'], [2.0, 'trial'], [0.5, 'trial'], [1.0, 'done']]
     """
     spans: list[tuple[float, float]] = []
     opened = start
@@ -407,7 +407,7 @@ def held_pieces(answers: Sequence[tuple[float, float, str]], events: Sequence[tu
         inside = [name for at, name in events if began <= at <= ended]
         name = "-" if not inside else inside[0] if inside[0] == inside[-1] else f"{inside[0]} .. {inside[-1]}"
         pieces.append([round(ended - began, 3), name])
-    return sorted(pieces, key=lambda piece: -piece[0])[:top]
+    return pieces
 
 
 _REQUESTS = itertools.count(1)

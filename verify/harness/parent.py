@@ -1275,24 +1275,23 @@ GATE_PIECE_STARTS: dict[str, str] = {"trusted": "gpu-ours", "run": "released"}
 """The mark from which a child holds its verification's shared gate (the parent took it for it)."""
 
 
-def gate_pieces(keeper: GateKeeper, child: ChildReport, top: int = 5) -> list[list[Any]]:
-    """The child's longest pieces of work under the shared gate (``verify.harness.gate.held_pieces``), from its
-    first moment on the GPU (``GATE_PIECE_STARTS``) to its exit, named by its messages.
+def gate_pieces(keeper: GateKeeper, child: ChildReport) -> list[list[Any]]:
+    """The child's pieces of work under the shared gate (``verify.harness.gate.held_pieces``), from its first moment
+    on the GPU (``GATE_PIECE_STARTS``) to its exit, in time order, named by its messages.
 
     Example:
-        >>> from verify.harness.gate import GpuGate
         >>> keeper = GateKeeper(GpuGate(None), "grant", "run")
         >>> keeper.answers = [(11.0, 11.0, "yield")]
         >>> child = ChildReport(role="run", messages=[{"kind": "mark", "phase": "released"}, {"kind": "call"},
         ...                     {"kind": "gate", "which": "yield"}, {"kind": "done"}],
         ...                     received=[10.0, 10.5, 11.0, 12.0], exited_at=12.5)
         >>> gate_pieces(keeper, child)
-        [[1.5, 'done'], [1.0, 'mark:released .. call']]
+        [[1.0, 'mark:released .. call'], [1.5, 'done']]
     """
     events = [(at, _event_name(message)) for message, at in zip(child.messages, child.received, strict=False)
               if message.get("kind") != "gate"]
     start = next((at for at, name in events if name == f"mark:{GATE_PIECE_STARTS.get(child.role)}"), None)
-    return held_pieces(keeper.answers, events, start=start, end=child.exited_at, top=top)
+    return held_pieces(keeper.answers, events, start=start, end=child.exited_at)
 
 
 def _event_name(message: dict[str, Any]) -> str:
