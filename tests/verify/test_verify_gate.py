@@ -240,6 +240,25 @@ def test_the_run_child_gives_way_before_the_candidates_import(tmp_path: Path) ->
     assert before, "no yield point between the run child's release and the candidate's import"
 
 
+def test_yield_points_split_the_import_from_the_model_and_each_trials_inputs_references_and_sending(
+        tmp_path: Path) -> None:
+    """Harness 1.36: the candidate's import and its model's construction, each trial's inputs and its work (run child),
+    and each trial's inputs, references and their sending (trusted child) are pieces of their own (``gate.pieces``,
+    whose names are the messages inside: ``-`` for none), so a timed series waits for one, not for all of them."""
+    report = verify_code(TASK, HONEST, "model-new", VerifyOptions(device="cpu", trials=3, shape_probe=False),
+                         env={"KA_GPU_GATE": str(tmp_path / "gpu-0.lock"), "KA_GPU_GATE_MODE": "shared"})
+    assert report["status"] == "flagged", report.get("error")
+    run = [name for _, name in report["gate"]["pieces"]["run"]]
+    imported = next(i for i, name in enumerate(run) if name.endswith("probe:import"))
+    assert run[imported + 1] == "call", run
+    # After the model: each trial's inputs loaded (no message), then its variants (one trial message each).
+    assert run[imported + 2] == "-" and run[imported + 2:].count("-") == 3, run
+    trusted = [name for _, name in report["gate"]["pieces"]["trusted"]]
+    # The piece that sends a trial's references (and says so) follows two without a message: its inputs, its references.
+    sent = [i for i, name in enumerate(trusted) if name.split(" .. ")[0] in ("reference", "reference-state")]
+    assert len(sent) == 3 and all(trusted[i - 2:i] == ["-", "-"] for i in sent), trusted
+
+
 def test_the_parent_holds_nothing_between_its_children(tmp_path: Path) -> None:
     """Harness 1.26: from the trusted child's exit to the run child's release neither child has GPU work, and a timed
     series waiting for the GPU alone waited for the parent reading the references (0.9-1.2 s for large outputs)."""

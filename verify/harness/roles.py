@@ -20,6 +20,7 @@ import os
 import re
 import time
 import traceback
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -245,7 +246,8 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
                  parameters={n: list(p.shape) for n, p in model.state_dict().items()},
                  init_inputs=repr(init_inputs)[:500])
     clock = Clock(torch, device)
-    yield_point(job, channel, clock.full_sync)
+    offer = partial(yield_point, job, channel, clock.full_sync)
+    offer()
     model64 = Float64Reference(torch, model, seed=REFERENCE_RNG_SEED, build=lambda: build()[0])
     state_before = {n: t.detach().clone() for n, t in model.state_dict().items()}
     stateful = bool(job["trials"]) and is_stateful(torch, model, make_inputs(
@@ -264,7 +266,8 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
             try:
                 shaped = load_module(variant["code"], "ka_task_shape", work)
                 inputs = make_inputs(shaped.get_inputs, job["screen_seed"] + 2, "randn", device)
-                ref32, ref64, precision = _send_reference(torch, model, model64, inputs, "ref-shape", blobs)
+                ref32, ref64, precision = _send_reference(torch, model, model64, inputs, "ref-shape", blobs,
+                                                                 between=offer)
                 held, out = held + tensor_bytes(ref32) + tensor_bytes(ref64), out + tensor_bytes(ref32)
                 save_values(torch, inputs, shared / "inputs-shape")
                 channel.send("shape-variant", name=variant["name"], old=variant["old"], new=variant["new"],
@@ -286,7 +289,8 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
                 inputs = make_inputs(sized.get_inputs, job["screen_seed"] + 3, "randn", device)
                 init64 = Float64Reference(torch, init_model, seed=REFERENCE_RNG_SEED, cudnn=model64.cudnn,
                                           build=lambda: build_sized()[0])
-                ref32, ref64, precision = _send_reference(torch, init_model, init64, inputs, "ref-init", blobs)
+                ref32, ref64, precision = _send_reference(torch, init_model, init64, inputs, "ref-init",
+                                                                 blobs, between=offer)
                 held, out = held + tensor_bytes(ref32) + tensor_bytes(ref64), out + tensor_bytes(ref32)
                 save_values(torch, inputs, shared / "inputs-init")
                 channel.send("init-variant", name=init["name"], old=init["old"], new=init["new"],
@@ -307,8 +311,12 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
         save_values(torch, inputs, shared / f"inputs-{trial['index']}")
         if judged is not None and trial["index"] not in judged:
             continue
+        # Yield points between a trial's inputs, its references and their sending (seconds each for outputs of
+        # gigabytes): a timed series waits for the piece under way, not for all three (harness 1.36).
+        offer()
         restart()
-        ref32, ref64, precision = _send_reference(torch, model, model64, inputs, f"ref-{trial['index']}", blobs)
+        ref32, ref64, precision = _send_reference(torch, model, model64, inputs, f"ref-{trial['index']}", blobs,
+                                                  between=offer)
         if trial is job["trials"][0]:
             # What the reference's own forward changes (training-mode statistics) a candidate may change too.
             channel.send("reference-state", mutated=_equal_state(torch, state_before, model), stateful=stateful)
@@ -451,9 +459,13 @@ def reference_outputs(torch: Any, model: Any, model64: Float64Reference,
 
 
 def _send_reference(torch: Any, model: Any, model64: Float64Reference, inputs: list[Any], name: str,
-                    blobs: BlobChannel) -> tuple[list[Any], list[Any] | None, str]:
-    """Compute the fp32 and float64 references on ``inputs`` and send both as blob ``name`` (tensor frames)."""
+                    blobs: BlobChannel, between: Callable[[], None] | None = None
+                    ) -> tuple[list[Any], list[Any] | None, str]:
+    """Compute the fp32 and float64 references on ``inputs`` and send both as blob ``name`` (tensor frames);
+    ``between`` (a yield point) runs after computing them, before sending."""
     ref32, ref64, precision = reference_outputs(torch, model, model64, inputs)
+    if between is not None:
+        between()
     send_groups(torch, blobs, name, {"ref64": ref64, "ref32": ref32})
     return ref32, ref64, precision
 
@@ -757,6 +769,9 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
     candidate = _load_candidate(torch, embedded, work, job.get("build_dir"))
     channel.send("probe", phase="import", threads=thread_counts(), flags=snapshot_flags({"torch": torch}),
                  context=context.snapshot(), changed=changed_identities(identities, snapshot_identities()))
+    # The import and the model's construction are each the candidate's code, run to their end: a yield point
+    # between them, and one before each trial's inputs, keep a timed series from waiting for both (harness 1.36).
+    yield_point(job, channel, clock.full_sync)
     params_of: Any
     if embedded["form"] == "cuda-binding":
         if functional is not None and hasattr(functional, "module_fn"):
@@ -790,6 +805,7 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
     poison_bytes = job.get("poison_bytes", 256 * 2**20)
     judged = judged_trials(shared)
     for trial in job["trials"]:
+        yield_point(job, channel, clock.full_sync)
         index = trial["index"]
         pristine = load_values(torch, shared / f"inputs-{index}", device)
         state_before = {n: t.detach().clone() for n, t in params_of.state_dict().items()}
