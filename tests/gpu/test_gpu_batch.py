@@ -69,3 +69,23 @@ def test_a_cold_then_warm_batch_builds_once_and_keeps_the_verdicts(batches: Batc
         assert cold[job.key]["status"] == warm[job.key]["status"]
         if cold[job.key]["batch"]["build"]["state"] == "built":
             assert warm[job.key]["step_seconds"]["compile"] < 20, warm[job.key]["timeline"]
+
+
+def test_every_piece_of_shared_work_is_reported_and_the_trials_and_references_are_split(batches: Batches) -> None:
+    """Harnesses 1.35 (``gate.pieces``) and 1.36 (yield points around the import, each trial's inputs, and the
+    trusted child's inputs, references and their sending), on a GPU."""
+    _, cold, warm = batches
+    for report in [*cold.values(), *warm.values()]:
+        pieces = report["gate"]["pieces"]
+        run = [name for _, name in pieces["run"]]
+        variants = _events(report, "run", "trial")
+        assert sum(name.startswith("trial") for name in run) == len(variants) > 0, run
+        imported = next(i for i, name in enumerate(run) if name.endswith("probe:import"))
+        assert run[imported + 1] == "call", run
+        for role, role_pieces in pieces.items():
+            life = [float(t) for t, r, _ in report["timeline"] if r == role]
+            assert all(s >= 0 for s, _ in role_pieces)
+            assert sum(s for s, _ in role_pieces) <= max(life) - min(life) + 0.01, (role, role_pieces)
+        trusted = [name for _, name in pieces["trusted"]]
+        sent = [i for i, name in enumerate(trusted) if name.split(" .. ")[0] in ("reference", "reference-state")]
+        assert sent and all(trusted[i - 2:i] == ["-", "-"] for i in sent), trusted
