@@ -267,7 +267,7 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
                 shaped = load_module(variant["code"], "ka_task_shape", work)
                 inputs = make_inputs(shaped.get_inputs, job["screen_seed"] + 2, "randn", device)
                 ref32, ref64, precision = _send_reference(torch, model, model64, inputs, "ref-shape", blobs,
-                                                                 between=offer)
+                                                          between=offer)
                 held, out = held + tensor_bytes(ref32) + tensor_bytes(ref64), out + tensor_bytes(ref32)
                 save_values(torch, inputs, shared / "inputs-shape")
                 channel.send("shape-variant", name=variant["name"], old=variant["old"], new=variant["new"],
@@ -289,8 +289,8 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
                 inputs = make_inputs(sized.get_inputs, job["screen_seed"] + 3, "randn", device)
                 init64 = Float64Reference(torch, init_model, seed=REFERENCE_RNG_SEED, cudnn=model64.cudnn,
                                           build=lambda: build_sized()[0])
-                ref32, ref64, precision = _send_reference(torch, init_model, init64, inputs, "ref-init",
-                                                                 blobs, between=offer)
+                ref32, ref64, precision = _send_reference(torch, init_model, init64, inputs, "ref-init", blobs,
+                                                          between=offer)
                 held, out = held + tensor_bytes(ref32) + tensor_bytes(ref64), out + tensor_bytes(ref32)
                 save_values(torch, inputs, shared / "inputs-init")
                 channel.send("init-variant", name=init["name"], old=init["old"], new=init["new"],
