@@ -32,7 +32,9 @@ kernels had finished (``finish_times``): how soon the results came, which a rate
 (``verify.batch.stats.alone_waits``), and ``give_way_wait_mean_s_cold`` and ``give_way_wait_median_s_cold``: how long its
 children stood back, in all, for other kernels' timed work (``verify.batch.stats.give_way_waits``). ``alone_wait_total_s_cold``
 and ``alone_held_up_by_cold``: those waits for the GPU alone in all, and the five pieces of other kernels' work they
-waited on longest, with their seconds (``verify.batch.stats.held_up_by``); ``alone_requeued_s_cold`` and
+waited on longest, with their seconds (``verify.batch.stats.held_up_by``), and ``alone_held_up_by_piece_cold`` the
+same waits put down to the piece of work that ended where its holder let go (its report's ``gate.pieces``);
+``alone_requeued_s_cold`` and
 ``alone_requeued_n_cold``: the part of those waits that came after another kernel's alone time had ended, and how many
 waits had one (``verify.batch.stats.requeued_waits``: what handing the GPU from one timed series straight to the next
 would save at most); ``held_pieces_cold``: the pieces of work under a shared gate (between two of a child's requests)

@@ -70,6 +70,7 @@ def test_the_batch_benchmark_runs_its_passes_and_both_checks_on_cpu(tmp_path: Pa
     pieces = result["held_pieces_cold"]
     assert pieces and {name.split(":", 1)[0] for name, *_ in pieces} <= {"trusted", "run"}
     assert all(total >= longest >= 0 and n >= 1 for _, total, n, longest in pieces)
+    assert {name.split(":", 1)[0] for name, _ in result["alone_held_up_by_piece_cold"]} <= {"trusted", "run"}
     by_grant = result["alone_wait_by_grant_s_cold"]
     assert set(by_grant) == {"trusted", "run-before-import", "run-timed"} and all(s >= 0 for s in by_grant.values())
     assert abs(sum(by_grant.values()) - result["alone_wait_total_s_cold"]) < 0.01

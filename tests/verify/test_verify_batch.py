@@ -21,6 +21,7 @@ from verify.batch.stats import (
     alone_waits_by_grant,
     give_way_waits,
     gpu_occupancy,
+    held_pieces,
     held_up_by,
     requeued_waits,
     seat_times,
@@ -336,7 +337,8 @@ def test_a_wait_for_the_gpu_alone_ends_when_the_run_childs_processes_are_gone_no
                            [3.5, "parent", "gate:run:shared"]])
     b = _shared(0.0, "0", [[0.5, "run", "trial"], [3.0, "run", "exit"], [3.1, "parent", "run-gone"],
                            [9.0, "parent", "run-collected"]])
-    assert held_up_by([a, b]) == {"alone_wait_total_s": 2.2, "alone_held_up_by": [["run:exit -> end", 2.2]]}
+    assert held_up_by([a, b]) == {"alone_wait_total_s": 2.2, "alone_held_up_by": [["run:exit -> end", 2.2]],
+                                  "alone_held_up_by_piece": []}
     # c waits from 8.5 to 9.5 while b's outputs are still being copied (after run-gone): b's run-collected at 9.0 is
     # no let-go, so the wait ends on a's yield at 8.8.
     c = _shared(0.0, "0", [[8.5, "trusted", "gate:alone"], [9.5, "parent", "gate:trusted:alone"]])
@@ -423,11 +425,27 @@ def test_held_up_by_names_the_last_piece_let_go_on_the_same_gpu() -> None:
                                                                                     [50.0, "parent", "gate:run:alone"]]}
     assert held_up_by([a, b, c, d, exclusive]) == {
         "alone_wait_total_s": 4.0, "alone_held_up_by": [["run:mark:released -> alone", 3.0],
-                                                        ["trusted:reference -> yield", 1.0]]}
-    assert held_up_by([exclusive]) == {"alone_wait_total_s": None, "alone_held_up_by": []}
+                                                        ["trusted:reference -> yield", 1.0]],
+        "alone_held_up_by_piece": []}
+    assert held_up_by([exclusive]) == {"alone_wait_total_s": None, "alone_held_up_by": [],
+                                       "alone_held_up_by_piece": []}
+    # With their pieces (harness 1.35) each wait is put down to the piece that ended where its holder let go: c's from
+    # its release to its request at 14, b's second (12 to 14.8 on the host's clock); a piece ended after the let-go
+    # (b's third) or another child's (b's run child) is not it.
+    c["gate"]["pieces"] = {"run": [[13.0, 1.0, "mark:released .. call"], [14.0, 1.0, "trial"]]}
+    b["gate"]["pieces"] = {"trusted": [[0.0, 2.0, "reference"], [2.0, 2.8, "-"], [4.8, 1.0, "done"]],
+                           "run": [[3.0, 1.8, "trial"]]}
+    assert held_up_by([a, b, c, d])["alone_held_up_by_piece"] == [["run:mark:released .. call", 3.0],
+                                                                  ["trusted:-", 1.0]]
+    # Pieces without their start (1.35's first commits) are added up but put no wait down to themselves.
+    b["gate"]["pieces"] = {"trusted": [[2.0, "reference"], [2.8, "-"]]}
+    assert held_up_by([a, b, c, d])["alone_held_up_by_piece"] == [["run:mark:released .. call", 3.0]]
+    assert held_pieces([b, c])["held_pieces"] == [["trusted:-", 2.8, 1, 2.8], ["trusted:reference", 2.0, 1, 2.0],
+                                                  ["run:mark:released .. call", 1.0, 1, 1.0], ["run:trial", 1.0, 1, 1.0]]
     # From harness 1.26 the parent lets go between its children: c's wait ends on b's trusted child's exit.
     b_126 = _shared(10.0, "0", [[1.5, "trusted", "exit"], [1.6, "parent", "gpu-away"], [3.0, "parent", "gpu-back"]])
-    assert held_up_by([a, b_126]) == {"alone_wait_total_s": 3.0, "alone_held_up_by": [["trusted:exit -> between", 3.0]]}
+    assert held_up_by([a, b_126]) == {"alone_wait_total_s": 3.0, "alone_held_up_by": [["trusted:exit -> between", 3.0]],
+                                      "alone_held_up_by_piece": []}
 
 
 def test_requeued_waits_count_only_what_came_after_anothers_alone_hold_on_the_same_gpu() -> None:
@@ -460,7 +478,8 @@ def test_held_up_by_puts_a_wait_down_to_the_stopped_script_that_held_it() -> Non
     heavy = stopped_record("0", 70.0, [(78.5, "gate:run:shared"), (88.6, "gate:run:yield")])
     assert held_up_by([a, b])["alone_held_up_by"] == [["run:state-probe -> yield", 11.1]]
     assert held_up_by([a, b, heavy]) == {"alone_wait_total_s": 11.1,
-                                         "alone_held_up_by": [["stopped:gate:run:shared -> yield", 11.1]]}
+                                         "alone_held_up_by": [["stopped:gate:run:shared -> yield", 11.1]],
+                                         "alone_held_up_by_piece": []}
     # One that held its GPU alone (a rerun) shared nothing, and one whose parent never started has no time line.
     rerun = stopped_record("0", 70.0, [(78.5, "gate:run:shared"), (88.6, "gate:run:yield")], exclusive=True)
     assert held_up_by([a, b, rerun]) == held_up_by([a, b])

@@ -216,11 +216,13 @@ def test_a_verification_gives_way_to_timed_series_mid_phase_and_keeps_its_verdic
     pieces = report["gate"]["pieces"]
     assert set(pieces) == {"trusted", "run"} and all(pieces.values())
     for role, role_pieces in pieces.items():
-        assert all(s >= 0 and isinstance(name, str) for s, name in role_pieces)
+        assert all(s >= 0 and isinstance(name, str) for _, s, name in role_pieces)
+        # Each starts (on the report's time line) where the one before it ended, or after it.
+        assert all(b[0] >= a[0] + a[1] - 0.002 for a, b in zip(role_pieces, role_pieces[1:], strict=False))
         life = [float(t) for t, r, _ in report["timeline"] if r == role]
-        assert sum(s for s, _ in role_pieces) <= max(life) - min(life) + 0.01
+        assert min(life) - 0.002 <= role_pieces[0][0] and role_pieces[-1][0] + role_pieces[-1][1] <= max(life) + 0.002
     variants = [e for _, r, e in report["timeline"] if r == "run" and e == "trial"]
-    assert sum(name.startswith("trial") for _, name in pieces["run"]) == len(variants) > 0, pieces["run"]
+    assert sum(name.startswith("trial") for *_, name in pieces["run"]) == len(variants) > 0, pieces["run"]
     called = [float(line) for line in calls.read_text().split()]
     assert len(called) > 10 and len(windows) > 3
     for start, end in windows:
@@ -248,12 +250,12 @@ def test_yield_points_split_the_import_from_the_model_and_each_trials_inputs_ref
     report = verify_code(TASK, HONEST, "model-new", VerifyOptions(device="cpu", trials=3, shape_probe=False),
                          env={"KA_GPU_GATE": str(tmp_path / "gpu-0.lock"), "KA_GPU_GATE_MODE": "shared"})
     assert report["status"] == "flagged", report.get("error")
-    run = [name for _, name in report["gate"]["pieces"]["run"]]
+    run = [name for *_, name in report["gate"]["pieces"]["run"]]
     imported = next(i for i, name in enumerate(run) if name.endswith("probe:import"))
     assert run[imported + 1] == "call", run
     # After the model: each trial's inputs loaded (no message), then its variants (one trial message each).
     assert run[imported + 2] == "-" and run[imported + 2:].count("-") == 3, run
-    trusted = [name for _, name in report["gate"]["pieces"]["trusted"]]
+    trusted = [name for *_, name in report["gate"]["pieces"]["trusted"]]
     # The piece that sends a trial's references (and says so) follows two without a message: its inputs, its references.
     sent = [i for i, name in enumerate(trusted) if name.split(" .. ")[0] in ("reference", "reference-state")]
     assert len(sent) == 3 and all(trusted[i - 2:i] == ["-", "-"] for i in sent), trusted

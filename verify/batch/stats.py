@@ -345,20 +345,29 @@ def held_up_by(reports: list[dict[str, Any]], top: int = 5) -> dict[str, Any]:
     A script the batch stopped wrote no report, but its parent's marks say when it let go (``stopped_record``): its
     pieces are named by its parent's last mark before that, ``stopped:gate:run:shared -> yield``. Without them a wait
     that ended on a stopped script is put down to the last reported verification that let go before it.
+    ``alone_held_up_by_piece`` adds the same waits up by the piece itself where the holder's report has its pieces
+    (``gate.pieces``, harness 1.35): the child's piece that ended where it let go, named by the messages inside it
+    (``run:mark:reference-built .. probe:import``: from the run child's reference to the candidate's import).
 
     Example:
         >>> a = {"timeline_origin": 0.0, "gate": {"mode": "shared"}, "batch": {"gpu": "0"}, "timeline": [
         ...      [1, "run", "gate:alone"], [3, "parent", "gate:run:alone"]]}
         >>> b = {"timeline_origin": 0.0, "gate": {"mode": "shared"}, "batch": {"gpu": "0"}, "timeline": [
         ...      [0.5, "trusted", "reference"], [2.9, "parent", "gate:trusted:yield"]]}
-        >>> held_up_by([a, b])
-        {'alone_wait_total_s': 2.0, 'alone_held_up_by': [['trusted:reference -> yield', 2.0]]}
+        >>> found = held_up_by([a, b])
+        >>> found["alone_wait_total_s"], found["alone_held_up_by"], found["alone_held_up_by_piece"]
+        (2.0, [['trusted:reference -> yield', 2.0]], [])
+        >>> b["gate"]["pieces"] = {"trusted": [[0.2, 0.2, "-"], [0.4, 2.5, "reference"]]}
+        >>> held_up_by([a, b])["alone_held_up_by_piece"]
+        [['trusted:reference', 2.0]]
     """
     events = _gpu_timelines(reports)
     stopped = {str(id(report)) for report in reports if report.get("stopped")}
-    total, pieces = 0.0, Counter[str]()
+    of = {str(id(report)): report for report in reports}
+    total, pieces, by_piece = 0.0, Counter[str](), Counter[str]()
     for timeline in events.values():
-        lets = [(t, key, how) for t, key, role, event in timeline if (how := _let_go(role, event))]
+        lets = [(t, key, how, _let_go_role(role, event)) for t, key, role, event in timeline
+                if (how := _let_go(role, event))]
         work: dict[str, list[tuple[float, str]]] = {}
         for t, key, role, event in timeline:
             if role in ("trusted", "compile", "run") and not event.startswith("gate:"):
@@ -377,11 +386,37 @@ def held_up_by(reports: list[dict[str, Any]], top: int = 5) -> dict[str, Any]:
                 ends = [item for item in lets if start <= item[0] <= t and item[1] != key]
                 if not ends:
                     continue
-                at, other, how = max(ends)
+                at, other, how, who = max(ends)
                 before = [name for when, name in work.get(other, []) if when <= at]
                 pieces[f"{before[-1] if before else '?'} -> {how}"] += t - start
+                if (piece := _piece_ended(of[other], who, at)) is not None:
+                    by_piece[f"{who}:{piece}"] += t - start
     return {"alone_wait_total_s": round(total, 3) if events else None,
-            "alone_held_up_by": [[name, round(s, 3)] for name, s in pieces.most_common(top)]}
+            "alone_held_up_by": [[name, round(s, 3)] for name, s in pieces.most_common(top)],
+            "alone_held_up_by_piece": [[name, round(s, 3)] for name, s in by_piece.most_common(top)]}
+
+
+def _let_go_role(role: str, event: str) -> str | None:
+    """The child whose work ended where a verification let go (``_let_go``): the one that yielded or asked, the
+    trusted child at the parent's ``gpu-away``, the run child at its end."""
+    if (child := _yielded(role, event)) is not None:
+        return child
+    if role in ("trusted", "run"):
+        return role
+    return "trusted" if event == "gpu-away" else "run" if event in GATE_ENDS else None
+
+
+def _piece_ended(report: dict[str, Any], role: str | None, at: float) -> str | None:
+    """The name of ``role``'s last piece in ``report`` (``gate.pieces``) that ended by ``at`` on the host's clock
+    (10 ms allowed for the rounding), or None without pieces (or with ``[seconds, name]`` ones, which 1.35's first
+    commits wrote without their start)."""
+    origin = report.get("timeline_origin")
+    pieces = ((report.get("gate") or {}).get("pieces") or {}).get(role or "")
+    if origin is None or not pieces:
+        return None
+    ends = [(float(origin) + piece[0] + piece[1], piece[2]) for piece in pieces if len(piece) == 3]
+    ended = [(end, name) for end, name in ends if end <= at + 0.01]
+    return max(ended)[1] if ended else None
 
 
 def held_pieces(reports: list[dict[str, Any]], top: int = 8) -> dict[str, Any]:
@@ -394,8 +429,8 @@ def held_pieces(reports: list[dict[str, Any]], top: int = 8) -> dict[str, Any]:
     the pieces were, whether anyone waited or not.
 
     Example:
-        >>> a = {"gate": {"mode": "shared", "pieces": {"run": [[2.0, "trial"], [0.5, "hello .. call"]]}}}
-        >>> b = {"gate": {"mode": "shared", "pieces": {"run": [[1.0, "trial"]], "trusted": [[0.2, "reference"]]}}}
+        >>> a = {"gate": {"mode": "shared", "pieces": {"run": [[0, 2.0, "trial"], [3, 0.5, "hello .. call"]]}}}
+        >>> b = {"gate": {"mode": "shared", "pieces": {"run": [[1, 1.0, "trial"]], "trusted": [[0, 0.2, "reference"]]}}}
         >>> held_pieces([a, b, {"gate": {"mode": "exclusive"}}])["held_pieces"]
         [['run:trial', 3.0, 2, 2.0], ['run:hello .. call', 0.5, 1, 0.5], ['trusted:reference', 0.2, 1, 0.2]]
     """
@@ -404,7 +439,7 @@ def held_pieces(reports: list[dict[str, Any]], top: int = 8) -> dict[str, Any]:
     longest: dict[str, float] = {}
     for report in reports:
         for role, pieces in ((report.get("gate") or {}).get("pieces") or {}).items():
-            for seconds, name in pieces:
+            for *_, seconds, name in pieces:
                 key = f"{role}:{name}"
                 total[key] += float(seconds)
                 count[key] += 1

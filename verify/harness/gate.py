@@ -379,20 +379,20 @@ request."""
 
 
 def held_pieces(answers: Sequence[tuple[float, float, str]], events: Sequence[tuple[float, str]], *,
-                start: float | None = None, end: float | None = None) -> list[list[Any]]:
+                start: float | None = None, end: float | None = None, origin: float = 0.0) -> list[list[Any]]:
     """A child's pieces of work under a shared gate, in time order: each runs from a grant that left it sharing
     (``HELD_AFTER``; or ``start``, when it was first let onto the GPU) to its next request (or ``end``, its exit).
 
     A timed series that asks for the GPU alone during a piece waits for the piece's end, so the longest pieces are
-    what the waits for the GPU alone are made of. Each comes as ``[seconds, name]``, named by the child's messages
-    inside it (the first and the last, ``-`` for none); ``answers`` is a ``GateKeeper``'s, ``events`` the child's
-    messages as ``(time, name)`` on the same clock.
+    what the waits for the GPU alone are made of. Each comes as ``[start, seconds, name]`` (``start`` since
+    ``origin``), named by the child's messages inside it (the first and the last, ``-`` for none); ``answers`` is a
+    ``GateKeeper``'s, ``events`` the child's messages as ``(time, name)`` on the same clock.
 
     Example:
         >>> answers = [(1.0, 1.0, "yield"), (3.0, 3.0, "yield"), (3.5, 3.6, "alone"), (4.0, 4.0, "shared")]
         >>> events = [(0.5, "hello"), (2.0, "trial"), (3.2, "trial"), (4.5, "done")]
         >>> held_pieces(answers, events, start=0.2, end=5.0)
-        [[0.8, 'hello'], [2.0, 'trial'], [0.5, 'trial'], [1.0, 'done']]
+        [[0.2, 0.8, 'hello'], [1.0, 2.0, 'trial'], [3.0, 0.5, 'trial'], [4.0, 1.0, 'done']]
     """
     spans: list[tuple[float, float]] = []
     opened = start
@@ -406,7 +406,7 @@ def held_pieces(answers: Sequence[tuple[float, float, str]], events: Sequence[tu
     for began, ended in spans:
         inside = [name for at, name in events if began <= at <= ended]
         name = "-" if not inside else inside[0] if inside[0] == inside[-1] else f"{inside[0]} .. {inside[-1]}"
-        pieces.append([round(ended - began, 3), name])
+        pieces.append([round(began - origin, 3), round(ended - began, 3), name])
     return pieces
 
 

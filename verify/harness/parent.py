@@ -1049,7 +1049,7 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
             log="\n".join(log)[-20000:],
         )
         if gate.sharing:
-            report["gate"]["pieces"] = {child.role: gate_pieces(keepers[child.role], child)
+            report["gate"]["pieces"] = {child.role: gate_pieces(keepers[child.role], child, t_start)
                                         for child in (ev.trusted, ev.run) if child and keepers.get(child.role)}
         return report
     finally:
@@ -1275,9 +1275,10 @@ GATE_PIECE_STARTS: dict[str, str] = {"trusted": "gpu-ours", "run": "released"}
 """The mark from which a child holds its verification's shared gate (the parent took it for it)."""
 
 
-def gate_pieces(keeper: GateKeeper, child: ChildReport) -> list[list[Any]]:
+def gate_pieces(keeper: GateKeeper, child: ChildReport, origin: float = 0.0) -> list[list[Any]]:
     """The child's pieces of work under the shared gate (``verify.harness.gate.held_pieces``), from its first moment
-    on the GPU (``GATE_PIECE_STARTS``) to its exit, in time order, named by its messages.
+    on the GPU (``GATE_PIECE_STARTS``) to its exit, in time order, named by its messages, each starting ``start``
+    seconds after ``origin`` (the report's ``timeline_origin``).
 
     Example:
         >>> keeper = GateKeeper(GpuGate(None), "grant", "run")
@@ -1285,13 +1286,13 @@ def gate_pieces(keeper: GateKeeper, child: ChildReport) -> list[list[Any]]:
         >>> child = ChildReport(role="run", messages=[{"kind": "mark", "phase": "released"}, {"kind": "call"},
         ...                     {"kind": "gate", "which": "yield"}, {"kind": "done"}],
         ...                     received=[10.0, 10.5, 11.0, 12.0], exited_at=12.5)
-        >>> gate_pieces(keeper, child)
-        [[1.0, 'mark:released .. call'], [1.5, 'done']]
+        >>> gate_pieces(keeper, child, origin=9.0)
+        [[1.0, 1.0, 'mark:released .. call'], [2.0, 1.5, 'done']]
     """
     events = [(at, _event_name(message)) for message, at in zip(child.messages, child.received, strict=False)
               if message.get("kind") != "gate"]
     start = next((at for at, name in events if name == f"mark:{GATE_PIECE_STARTS.get(child.role)}"), None)
-    return held_pieces(keeper.answers, events, start=start, end=child.exited_at)
+    return held_pieces(keeper.answers, events, start=start, end=child.exited_at, origin=origin)
 
 
 def _event_name(message: dict[str, Any]) -> str:
