@@ -80,8 +80,10 @@ def test_every_piece_of_shared_work_is_reported_and_the_trials_and_references_ar
         run = [name for *_, name in pieces["run"]]
         variants = _events(report, "run", "trial")
         assert sum(name.startswith("trial") for name in run) == len(variants) > 0, run
-        imported = next(i for i, name in enumerate(run) if name.endswith("probe:import"))
-        assert run[imported + 1] == "call", run
+        # The import ends a piece and the model's construction starts one (a JIT build in between, asking for the GPU
+        # away and back, would make more pieces, not fewer).
+        assert any(name.endswith("probe:import") for name in run), run
+        assert any(name.split(" .. ")[0] == "call" for name in run), run
         for role, role_pieces in pieces.items():
             life = [float(t) for t, r, _ in report["timeline"] if r == role]
             assert all(s >= 0 for _, s, _ in role_pieces)
