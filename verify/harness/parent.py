@@ -969,7 +969,8 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
         if runner is not None and gate.sharing:
             gate.shared()
             marks.append((time.monotonic(), "gpu-back"))
-        send_signal(trusted_done, keys["run"], json.dumps({"stateful": reference_is_stateful(ev)}))
+        stateful = reference_is_stateful(ev)
+        send_signal(trusted_done, keys["run"], json.dumps({"stateful": stateful}))
         if runner is not None:
 
             def let_go() -> None:
@@ -985,7 +986,7 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
             if args.sanitize and ev.run.ok:
                 sanitize_job = cand_dir / "sanitize-job.json"
                 sanitize_job.write_text(json.dumps(job | {"work": str(cand_dir), "trials": trials[:1], "light": True,
-                                                          "deep_trials": 0, "stateful": reference_is_stateful(ev)}))
+                                                          "deep_trials": 0, "stateful": stateful}))
                 ev.sanitizer = ChildProcess(
                     ["compute-sanitizer", "--tool", "memcheck", "--print-limit", "20", *python, "--role", "run",
                      "--job", str(sanitize_job)],

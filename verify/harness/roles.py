@@ -215,11 +215,11 @@ def _rel_change(torch: Any, a: list[Any], b: list[Any]) -> float:
 def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, blobs: BlobChannel) -> None:
     """References, task screens and baselines, in a process that never sees the candidate.
 
-    The references go to the parent through the blob pipe, never to a file.
+    The references go to the parent through the blob pipe, never to a file; the process is non-dumpable from before
+    it reads its job (``child_main``).
     """
     import torch
 
-    make_non_dumpable()
     device = job["device"]
     pin_flags(torch)
     if hasattr(torch.serialization, "set_crc32_options"):
