@@ -1,0 +1,130 @@
+"""Benchmark: a measured batch pass replayed under other GPU gate policies (``verify.batch.replay``), on the CPU.
+
+A pass of ``bench/verify_batch.py`` spends device time; this reads what one left behind (its ``--out`` folder) and
+says what the same kernels' own work would have taken under each policy of ``verify.batch.replay.POLICIES``, so that
+only a policy worth it goes to a GPU. ``writer-first`` is the gate as it is: its replay beside the measured pass says
+how far to trust the others. ``no-gate`` is the bound with no gate at all, and the longest kernel's own chain (its
+work with nothing to wait for) the bound no schedule can beat.
+
+    python bench/gate_replay.py OUT                      # table: every policy, slots and seats as the pass had them
+    python bench/gate_replay.py OUT1 OUT2 --seats 8 --json   # last line: JSON
+    python bench/gate_replay.py OUT --policies writer-first,fill-guess --fill-factor 3
+
+``OUT`` is a ``bench/verify_batch.py --out`` folder (its ``reports-cold.jsonl``, or ``reports-warm.jsonl`` with
+``--warm``, and ``summary.json`` for the slots and seats) or a reports file itself. Reports need harness 1.35's
+pieces with their starts (``gate.pieces``); a pass where any report lacks them is listed and not replayed.
+
+JSON keys: ``inputs``, one per ``OUT``: ``path``, ``kernels``, ``replayable`` (whether every report could be
+replayed), ``slots``, ``seats``, ``measured`` (``pass_s``, ``kernels_per_min``, ``seat_s``, ``stood_back_s``: the pass
+as it ran, its seats held and its children's standing back at yield points, in seconds), ``longest_chain`` (``[kernel, seconds]``), ``replays`` (policy -> ``pass_s``, ``kernels_per_min``,
+``stood_back_s``, ``finished``) and ``writer_first_error`` (the ``writer-first`` replay's pass against the
+measured one, as a fraction: negative when the replay is shorter).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from verify.batch.replay import POLICIES, measured, plan_from_report, replay  # noqa: E402
+
+
+def read_reports(path: Path, warm: bool) -> tuple[list[tuple[str, dict[str, Any]]], dict[str, Any]]:
+    """The ``(key, report)`` pairs of one pass, and its ``summary.json`` (empty without one)."""
+    folder = path if path.is_dir() else path.parent
+    file = folder / f"reports-{'warm' if warm else 'cold'}.jsonl" if path.is_dir() else path
+    if not file.exists():
+        raise SystemExit(f"gate_replay: {file} does not exist (give a bench/verify_batch.py --out folder or a "
+                         "reports file)")
+    rows = []
+    for number, line in enumerate(file.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise SystemExit(f"gate_replay: {file}:{number} is not JSON ({error})") from None
+        rows.append((str(row.get("key")), row.get("report") or {}))
+    summary = folder / "summary.json"
+    return rows, json.loads(summary.read_text()) if summary.exists() else {}
+
+
+def replay_pass(path: Path, *, policies: list[str], slots: int | None, seats: int | None, fill_factor: float,
+                warm: bool = False) -> dict[str, Any]:
+    """One pass, measured and replayed under each of ``policies`` (the JSON of one input)."""
+    reports, summary = read_reports(path, warm)
+    plans = [plan_from_report(key, report) for key, report in reports]
+    slots = slots or int(summary.get("slots_per_gpu") or len(reports) or 1)
+    seats = seats or int(summary.get("gpu_seats") or slots)
+    result: dict[str, Any] = {"path": str(path), "kernels": len(reports), "replayable": bool(plans) and all(plans),
+                              "slots": slots, "seats": seats, "measured": measured(reports), "longest_chain": None,
+                              "replays": {}, "writer_first_error": None}
+    if not result["replayable"]:
+        return result
+    whole = [p for p in plans if p is not None]
+    longest = max(whole, key=lambda p: p.chain_s)
+    result["longest_chain"] = [longest.key, round(longest.chain_s, 3)]
+    for policy in policies:
+        done = replay(whole, slots=slots, seats=seats, policy=policy, fill_factor=fill_factor)
+        result["replays"][policy] = {"pass_s": round(done.pass_s, 3), "kernels_per_min": round(done.kernels_per_min, 3),
+                                     "stood_back_s": done.stood_back_s, "finished": len(done.finish_s)}
+    first = result["replays"].get("writer-first")
+    if first and result["measured"]["pass_s"]:
+        result["writer_first_error"] = round(first["pass_s"] / result["measured"]["pass_s"] - 1.0, 4)
+    return result
+
+
+def print_table(result: dict[str, Any]) -> None:
+    """One pass's rows: measured, then each policy."""
+    print(f"\n{result['path']}: {result['kernels']} kernels, {result['slots']} slots, {result['seats']} seats")
+    if not result["replayable"]:
+        print("  not replayable: some reports have no gate.pieces with starts (harness 1.35 and later have them)")
+        return
+    key, chain = result["longest_chain"]
+    print(f"  the longest kernel's own chain: {key}, {chain:.1f} s "
+          f"(no schedule can finish under {60.0 * result['kernels'] / chain:.2f} kernels/min from it)")
+    print(f"  {'':14s} {'pass s':>8s} {'kernels/min':>12s} {'stood back s':>13s}  policy")
+    m = result["measured"]
+    print(f"  {'measured':14s} {m['pass_s']:8.1f} {m['kernels_per_min']:12.2f} {m['stood_back_s']:13.1f}  as it ran "
+          f"(seats held {m['seat_s']:.1f} s in all)")
+    for name, r in result["replays"].items():
+        mark = " (knows the future)" if POLICIES[name].knows_the_future else ""
+        print(f"  {name:14s} {r['pass_s']:8.1f} {r['kernels_per_min']:12.2f} {r['stood_back_s']:13.1f}  "
+              f"{POLICIES[name].describe}{mark}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("passes", nargs="+", type=Path, metavar="OUT",
+                        help="bench/verify_batch.py --out folders (or reports files) to replay")
+    parser.add_argument("--policies", default=",".join(POLICIES),
+                        help=f"comma-separated, of: {', '.join(POLICIES)} (default: all)")
+    parser.add_argument("--slots", type=int, default=None, help="slots a GPU (default: the pass's summary.json)")
+    parser.add_argument("--seats", type=int, default=None, help="seats a GPU (default: the pass's summary.json)")
+    parser.add_argument("--fill-factor", type=float, default=2.0,
+                        help="fill-guess goes on when its last piece was no longer than this x the longest running "
+                             "piece's time so far (default 2)")
+    parser.add_argument("--warm", action="store_true", help="replay the pass with builds cached (reports-warm.jsonl)")
+    parser.add_argument("--json", action="store_true", help="end with one JSON line")
+    args = parser.parse_args(argv)
+    policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+    unknown = [p for p in policies if p not in POLICIES]
+    if unknown:
+        parser.error(f"unknown policies {', '.join(unknown)}; known: {', '.join(POLICIES)}")
+    results = [replay_pass(path, policies=policies, slots=args.slots, seats=args.seats,
+                           fill_factor=args.fill_factor, warm=args.warm) for path in args.passes]
+    for result in results:
+        print_table(result)
+    if args.json:
+        print(json.dumps({"inputs": results}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

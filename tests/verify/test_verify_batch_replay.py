@@ -1,0 +1,114 @@
+"""A pass replayed under other gate policies (``verify.batch.replay``): plans from reports, and each policy on small passes."""
+
+from __future__ import annotations
+
+import pytest
+from replay_testing import shared_report
+
+from verify.batch.replay import KernelPlan, Step, measured, plan_from_report, replay
+
+
+def plan(key: str, *steps: tuple[str, float], ready: float = 0.0, after: float = 0.0, start: float | None = None):
+    order = start if start is not None else ready
+    return KernelPlan(key, order, ready, tuple(Step(kind, seconds) for kind, seconds in steps), after)
+
+
+def test_a_timed_series_waits_out_a_running_piece_unless_sharers_are_preempted():
+    long, timed = plan("long", ("shared", 10.0)), plan("timed", ("alone", 1.0), ready=1.0)
+    today = replay([long, timed], slots=2, seats=2, policy="writer-first")
+    assert today.finish_s == {"long": 10.0, "timed": 11.0}
+    assert today.stood_back_s == 0.0
+    preempted = replay([long, timed], slots=2, seats=2, policy="preempt")
+    assert preempted.finish_s == {"timed": 2.0, "long": 11.0}
+    assert preempted.stood_back_s == 1.0
+
+
+def test_a_sharer_stands_back_at_a_yield_point_while_a_timed_series_waits():
+    plans = [plan("yields", ("shared", 2.0), ("shared", 2.0)), plan("long", ("shared", 5.0)),
+             plan("timed", ("alone", 1.0), ready=1.0)]
+    today = replay(plans, slots=3, seats=3, policy="writer-first")
+    assert today.finish_s == {"long": 5.0, "timed": 6.0, "yields": 8.0}
+    assert today.stood_back_s == 4.0
+    assert today.pass_s == 8.0 and today.kernels_per_min == pytest.approx(22.5)
+
+
+def test_filling_the_drain_never_delays_the_timed_series_when_it_knows_the_pieces():
+    plans = [plan("yields", ("shared", 2.0), ("shared", 2.0)), plan("long", ("shared", 5.0)),
+             plan("timed", ("alone", 1.0), ready=1.0)]
+    filled = replay(plans, slots=3, seats=3, policy="fill")
+    assert filled.finish_s == {"yields": 4.0, "long": 5.0, "timed": 6.0}
+    assert filled.stood_back_s == 0.0
+    too_long = [plan("yields", ("shared", 2.0), ("shared", 4.0)), *plans[1:]]
+    assert replay(too_long, slots=3, seats=3, policy="fill").finish_s["timed"] == 6.0
+
+
+def test_guessing_uses_the_last_piece_against_how_long_the_others_have_run():
+    plans = [plan("yields", ("shared", 2.0), ("shared", 4.0)), plan("long", ("shared", 5.0)),
+             plan("timed", ("alone", 1.0), ready=1.0)]
+    bold = replay(plans, slots=3, seats=3, policy="fill-guess", fill_factor=2.0)
+    assert bold.finish_s == {"long": 5.0, "yields": 6.0, "timed": 7.0}
+    shy = replay(plans, slots=3, seats=3, policy="fill-guess", fill_factor=0.5)
+    assert shy.finish_s == replay(plans, slots=3, seats=3, policy="writer-first").finish_s
+
+
+def test_without_a_gate_the_timed_work_shares_the_gpu():
+    plans = [plan("long", ("shared", 10.0)), plan("timed", ("alone", 1.0), ready=1.0)]
+    assert replay(plans, slots=2, seats=2, policy="no-gate").finish_s == {"timed": 2.0, "long": 10.0}
+
+
+def test_a_handover_keeps_the_gpu_alone_from_one_step_alone_to_the_next():
+    plans = [plan("handing", ("alone", 1.0), ("alone", 1.0)), plan("next", ("alone", 1.0), ready=0.5)]
+    assert replay(plans, slots=2, seats=2).finish_s == {"handing": 2.0, "next": 3.0}
+
+
+def test_seats_and_slots_bound_how_many_kernels_run_at_once():
+    three = [plan(k, ("shared", 1.0)) for k in "abc"]
+    assert replay(three, slots=3, seats=1).finish_s == {"a": 1.0, "b": 2.0, "c": 3.0}
+    assert replay(three, slots=3, seats=3).finish_s == {"a": 1.0, "b": 1.0, "c": 1.0}
+    slow_start = [plan(k, ("shared", 1.0), ready=1.0, after=0.5) for k in "abc"]
+    assert replay(slow_start, slots=1, seats=3).finish_s == {"a": 2.5, "b": 5.0, "c": 7.5}
+    assert plan("x", ("shared", 1.0), ("off", 2.0), ready=1.0, after=0.5).chain_s == 4.5
+
+
+def test_work_without_the_gpu_holds_its_seat_and_lets_others_share():
+    plans = [plan("builds", ("shared", 1.0), ("off", 3.0), ("shared", 1.0)), plan("other", ("alone", 1.0), ready=1.5)]
+    assert replay(plans, slots=2, seats=2).finish_s == {"other": 2.5, "builds": 5.0}
+    assert replay(plans, slots=2, seats=1).finish_s == {"builds": 5.0, "other": 6.0}
+
+
+def test_kernels_take_slots_in_the_order_they_started():
+    plans = [plan("late", ("shared", 1.0), start=5.0), plan("early", ("shared", 2.0), start=1.0)]
+    assert replay(plans, slots=1, seats=1).finish_s == {"early": 2.0, "late": 3.0}
+
+
+def test_an_unknown_policy_or_no_seat_is_refused():
+    with pytest.raises(ValueError, match="unknown gate policy 'fifo'"):
+        replay([], slots=1, seats=1, policy="fifo")
+    with pytest.raises(ValueError, match="at least one slot and one seat"):
+        replay([], slots=1, seats=0)
+
+
+def test_a_report_becomes_its_kernels_own_work_without_its_waits():
+    got = plan_from_report("k", shared_report())
+    assert got is not None
+    assert (got.key, got.start, got.ready_s, got.after_s) == ("k", 99.0, 2.0, 4.0)
+    assert [(s.kind, round(s.seconds, 3)) for s in got.steps] == [
+        ("shared", 2.0), ("shared", 0.9), ("alone", 1.0), ("alone", 0.5), ("shared", 0.5), ("off", 0.0),
+        ("off", 3.0), ("shared", 2.0)]
+
+
+def test_reports_that_cannot_be_replayed_say_so():
+    old = shared_report()
+    old["gate"]["pieces"] = {"run": [[1.5, "trial"]]}
+    assert plan_from_report("old", old) is None
+    unseated = shared_report()
+    unseated["timeline"] = [e for e in unseated["timeline"] if e[2] != "gpu-gate"]
+    assert plan_from_report("unseated", unseated) is None
+
+
+def test_the_pass_as_measured_counts_every_stand_back():
+    report = shared_report()
+    report["timeline"] += [[16.5, "parent", "gate:run:yield"], [17.0, "parent", "gate:run:shared"]]
+    other = {"harness_seconds": 5.0, "timeline_origin": 130.0, "batch": {"seconds": 5.0}, "timeline": []}
+    assert measured([("k", report), ("o", other)]) == {"pass_s": 36.0, "kernels_per_min": 3.333, "seat_s": 14.0,
+                                                       "stood_back_s": 2.5}
