@@ -90,7 +90,8 @@ class KernelPlan:
 
 @dataclass
 class Replay:
-    """What a replay found: when each kernel finished and how long sharers stood back or stood still."""
+    """What a replay found: when each kernel finished, and ``stood_back_s``, how long sharers waited to share again
+    (at yield points, and after a build or their own time alone) or stood stopped (``preempt``)."""
 
     policy: str
     slots: int
