@@ -32,7 +32,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from verify.batch.replay import POLICIES, measured, plan_from_report, replay  # noqa: E402
+from verify.batch.replay import POLICIES, measured, replay_all  # noqa: E402
 
 
 def read_reports(path: Path, warm: bool) -> tuple[list[tuple[str, dict[str, Any]]], dict[str, Any]]:
@@ -59,21 +59,15 @@ def replay_pass(path: Path, *, policies: list[str], slots: int | None, seats: in
                 warm: bool = False) -> dict[str, Any]:
     """One pass, measured and replayed under each of ``policies`` (the JSON of one input)."""
     reports, summary = read_reports(path, warm)
-    plans = [plan_from_report(key, report) for key, report in reports]
     slots = slots or int(summary.get("slots_per_gpu") or len(reports) or 1)
     seats = seats or int(summary.get("gpu_seats") or slots)
-    result: dict[str, Any] = {"path": str(path), "kernels": len(reports), "replayable": bool(plans) and all(plans),
-                              "slots": slots, "seats": seats, "measured": measured(reports), "longest_chain": None,
-                              "replays": {}, "writer_first_error": None}
-    if not result["replayable"]:
-        return result
-    whole = [p for p in plans if p is not None]
-    longest = max(whole, key=lambda p: p.chain_s)
-    result["longest_chain"] = [longest.key, round(longest.chain_s, 3)]
-    for policy in policies:
-        done = replay(whole, slots=slots, seats=seats, policy=policy, fill_factor=fill_factor)
-        result["replays"][policy] = {"pass_s": round(done.pass_s, 3), "kernels_per_min": round(done.kernels_per_min, 3),
-                                     "stood_back_s": done.stood_back_s, "finished": len(done.finish_s)}
+    done = replay_all(reports, slots=slots, seats=seats, policies=policies, fill_factor=fill_factor)
+    result: dict[str, Any] = {"path": str(path), "kernels": len(reports), "replayable": bool(done), "slots": slots,
+                              "seats": seats, "measured": measured(reports),
+                              "longest_chain": done.get("longest_chain"), "replays": {}, "writer_first_error": None}
+    for policy, run in done.get("replays", {}).items():
+        result["replays"][policy] = {"pass_s": round(run.pass_s, 3), "kernels_per_min": round(run.kernels_per_min, 3),
+                                     "stood_back_s": run.stood_back_s, "finished": len(run.finish_s)}
     first = result["replays"].get("writer-first")
     if first and result["measured"]["pass_s"]:
         result["writer_first_error"] = round(first["pass_s"] / result["measured"]["pass_s"] - 1.0, 4)

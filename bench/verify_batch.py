@@ -43,7 +43,11 @@ that added up longest over the cold pass, as ``[child:name, seconds in all, how 
 the run child's before the candidate's import (its trivial kernel's series) and after it (the timed series)
 (``verify.batch.stats.alone_waits_by_grant``). ``ready_median_s_cold``, ``seat_wait_median_s_cold`` and
 ``seat_hold_median_s_cold``: when a kernel was ready for the GPU, how long it then waited for a seat and how long it
-held one (``verify.batch.stats.seat_times``). ``pass_start_s_cold`` and ``pass_end_s_cold``: the cold pass's seconds
+held one (``verify.batch.stats.seat_times``). ``replay_cold``: on one GPU, the cold pass's kernels per minute replayed
+under each GPU gate policy from its reports (``verify.batch.replay``, ``bench/gate_replay.py``: ``writer-first`` is the
+gate as it is, ``no-gate`` the bound without one), and ``longest_chain_cold`` the kernel whose own work, with nothing
+to wait for, was longest, with its seconds (None for both on several GPUs, or when a report cannot be replayed).
+``pass_start_s_cold`` and ``pass_end_s_cold``: the cold pass's seconds
 before its first script started and after its last report (``Recorder.ends``). ``host_cpu_s_per_kernel_cold``: the host CPU seconds (user and system, every
 process of the pass: builds, scripts, children) per kernel finished, and ``cpu_s_by_process_cold`` the mean of each
 of a kernel's processes (``verify.batch.stats.cpu_by_process``); ``--no-zygote`` starts each verification's
@@ -112,6 +116,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from verify.batch.replay import replay_all  # noqa: E402
 from verify.batch.stats import (  # noqa: E402
     BatchStats,
     alone_waits,
@@ -412,6 +417,14 @@ def steady_rate(reports: list[dict[str, Any]], slots: int) -> float | None:
         return None
     seconds = (ends[-1] - ends[slots - 1]).total_seconds()
     return round(60.0 * (len(ends) - slots) / seconds, 3) if seconds > 0 else None
+
+
+def replay_keys(reports: dict[str, dict[str, Any]], slots: int, seats: int) -> dict[str, Any]:
+    """``replay_cold`` (policy -> kernels/min of the cold pass replayed under it, ``verify.batch.replay``) and
+    ``longest_chain_cold`` (``[kernel, seconds]``), or None for both when a report cannot be replayed."""
+    done = replay_all(list(reports.items()), slots=slots, seats=seats or slots)
+    return {"replay_cold": {policy: round(run.kernels_per_min, 3) for policy, run in done["replays"].items()}
+            if done else None, "longest_chain_cold": done.get("longest_chain")}
 
 
 def memory_plans(reports: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -761,6 +774,8 @@ def main() -> int:
         **{f"{k}_cold": v for k, v in held_pieces(list(cold.reports.values())).items()},
         **{f"{k}_cold": v for k, v in alone_waits_by_grant(list(cold.reports.values())).items()},
         **{f"{k}_cold": v for k, v in seat_times(list(cold.reports.values())).items()},
+        **(replay_keys(cold.reports, slots, gpu_seats(n_gpus)) if n_gpus == 1
+           else {"replay_cold": None, "longest_chain_cold": None}),
         "stopped_cold": len(cold.stopped),
         "stopped_keys_cold": sorted(item.job.key for item in cold.stopped),
         "exclusive_cold": len(cold.exclusive),

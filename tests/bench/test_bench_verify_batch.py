@@ -16,6 +16,7 @@ sys.path.insert(0, str(REPO / "tests" / "verify"))
 from batch_testing import HONEST, HONEST_TANH, MUTATING, TASK, TASK_TANH  # noqa: E402
 from scripts_testing import load_script  # noqa: E402
 
+from verify.batch.replay import POLICIES  # noqa: E402
 from verify.batch.workers import batch_shape  # noqa: E402
 
 WITHOUT = """
@@ -77,6 +78,7 @@ def test_the_batch_benchmark_runs_its_passes_and_both_checks_on_cpu(tmp_path: Pa
     assert 0 <= result["alone_requeued_n_cold"] <= 10 * result["n_cold"]
     assert 0 < result["ready_median_s_cold"] < 120 and 0 <= result["seat_wait_median_s_cold"] < 600
     assert 0 < result["seat_hold_median_s_cold"] < 600
+    assert result["replay_cold"] is None and result["longest_chain_cold"] is None, "a replay is of one GPU's pass"
     # Each kernel's script imports torch, and each slot's zygote once: seconds of CPU, not nothing.
     assert result["zygote"] is True and result["slot_zygote"] is True
     assert 1.0 < result["host_cpu_s_per_kernel_cold"] < 600
@@ -115,6 +117,11 @@ def test_a_resumed_run_verifies_only_what_its_reports_file_lacks(tmp_path: Path)
     result = json.loads(first.stdout.strip().splitlines()[-1])
     assert (result["n_kernels"], result["n_stored_before"], result["n_cold"]) == (2, 1, 1)
     assert result["kernels_per_min_warm"] is None and result["n_warm"] == 0
+    # One kernel on one GPU waits for nothing: every policy replays it as its own chain.
+    assert result["longest_chain_cold"][0] == "L1-T2" and 0 < result["longest_chain_cold"][1] < 600
+    assert set(result["replay_cold"]) == set(POLICIES)
+    assert all(rate == pytest.approx(60 / result["longest_chain_cold"][1], rel=1e-3)
+               for rate in result["replay_cold"].values())
     keys = [json.loads(line)["key"] for line in (out / "reports-cold.jsonl").read_text().splitlines()[2:]]
     assert keys == ["L1-T2"]
     assert result["timing_moves_cold"]["device_bound"]["n"] == 1 and result["timing_moves_cold"]["host_bound"]["n"] == 0

@@ -147,8 +147,9 @@ def plan_from_report(key: str, report: dict[str, Any]) -> KernelPlan | None:
         return None
     harness_s = float(report["harness_seconds"])
     before_s = max(0.0, float((report.get("batch") or {}).get("seconds", harness_s)) - harness_s)
-    asked = max(_first(timeline, "trusted", "mark:ready") or 0.0,
-                _first(timeline, "parent", "compiled-without-gpu") or 0.0)
+    ready = [t for t in (_first(timeline, "trusted", "mark:ready"), _first(timeline, "parent", "compiled-without-gpu"))
+             if t is not None]
+    asked = max(ready) if ready else seated
     gone = _first(timeline, "parent", "run-gone") or harness_s
     marks = _parent_marks(timeline)
     if gate.get("mode") != "shared":
@@ -357,3 +358,25 @@ def replay(plans: Sequence[KernelPlan], *, slots: int, seats: int, policy: str =
     gate = _Gate(plans, slots, seats, POLICIES[policy], fill_factor)
     finish = gate.replay()
     return Replay(policy, slots, seats, finish, round(gate.stood, 3))
+
+
+def replay_all(reports: Sequence[tuple[str, dict[str, Any]]], *, slots: int, seats: int,
+               policies: Sequence[str] = tuple(POLICIES), fill_factor: float = 2.0) -> dict[str, Any]:
+    """One GPU's pass replayed under each of ``policies``: ``{"replays": {policy: Replay}, "longest_chain": [key,
+    seconds]}``, or ``{}`` when any report cannot be replayed (``plan_from_report``).
+
+    Example:
+        >>> report = {"harness_seconds": 3.0, "timeline_origin": 10.0, "batch": {"seconds": 3.0},
+        ...     "gate": {"mode": "exclusive"}, "timeline": [[1.0, "parent", "gpu-gate"], [2.0, "parent", "run-gone"]]}
+        >>> done = replay_all([("k", report)], slots=1, seats=1, policies=["writer-first"])
+        >>> done["longest_chain"], done["replays"]["writer-first"].pass_s
+        (['k', 3.0], 3.0)
+    """
+    plans = [plan_from_report(key, report) for key, report in reports]
+    whole = [p for p in plans if p is not None]
+    if not whole or len(whole) < len(plans):
+        return {}
+    longest = max(whole, key=lambda p: p.chain_s)
+    return {"replays": {policy: replay(whole, slots=slots, seats=seats, policy=policy, fill_factor=fill_factor)
+                        for policy in policies},
+            "longest_chain": [longest.key, round(longest.chain_s, 3)]}
