@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import struct
 import sys
 import threading
 import time
@@ -13,9 +14,12 @@ import pytest
 from batch_testing import HONEST, TASK
 
 from verify.harness.common import wait_until
-from verify.harness.gate import GATE_REQUESTS, GATE_YIELDS, GateKeeper, GpuGate
+from verify.harness.gate import GATE_FILL_FACTOR, GATE_FILLS, GATE_REQUESTS, GATE_YIELDS, GateKeeper, GpuGate
 from verify.harness.parent import ChildProcess
 from verify.runner import VerifyOptions, verify_code
+
+SHARED = {"mode": "shared", "fill": GATE_FILL_FACTOR}
+"""A shared-mode report's ``gate`` less its pieces, under the default ``KA_GPU_FILL``."""
 
 TIMELINE_RESOLUTION_S = 0.001
 
@@ -90,7 +94,7 @@ def test_a_shared_gate_overlaps_untimed_work_but_never_timed_work(tmp_path: Path
     for report in got:
         # CPU-only candidates have no GPU code: not-a-kernel fails or warns, nothing else (status flagged).
         assert {n for n, c in report["checks"].items() if c["verdict"] == "fail"} <= {"not-a-kernel"}
-        assert report["status"] == "flagged" and _gate_without_pieces(report) == {"mode": "shared"}
+        assert report["status"] == "flagged" and _gate_without_pieces(report) == SHARED
         # The trusted child's baselines and the candidate's timed series: each asked for the GPU alone.
         assert len(_alone_windows(report, "trusted")) == 1 and len(_alone_windows(report, "run")) == 1
     for mine, theirs in (got, got[::-1]):
@@ -230,6 +234,62 @@ def test_a_verification_gives_way_to_timed_series_mid_phase_and_keeps_its_verdic
         assert not inside, (start, end, inside)
 
 
+def test_beside_a_longer_piece_a_verification_goes_on_at_yield_points_but_never_into_a_timed_window(
+        tmp_path: Path) -> None:
+    """Harness 1.37: with seats, a child whose piece was short goes on at a yield point while another seat's longer
+    piece keeps the timed series waiting; the timed series still has the GPU alone, and the verdict is the same."""
+    path, calls = str(tmp_path / "gpu-0.lock"), tmp_path / "calls"
+    logging = HONEST.replace("return torch.relu(self.lin(x))",
+                             f"import time\n        with open({str(calls)!r}, 'a') as log:\n"
+                             "            log.write(repr(time.monotonic()) + chr(10))\n"
+                             "        return torch.relu(self.lin(x))")
+    windows: list[tuple[float, float]] = []
+    done = threading.Event()
+
+    def timed_series() -> None:
+        gate = GpuGate(path, "shared", seats=3)
+        gate.acquire()
+        while not done.is_set():
+            gate.alone()
+            start = time.monotonic()
+            time.sleep(0.05)
+            windows.append((start, time.monotonic()))
+            gate.shared()
+            time.sleep(0.05)
+        gate.release()
+
+    def long_pieces() -> None:
+        # A neighbour whose pieces have run for seconds each time it holds the GPU: 0.3 s shared, then it builds.
+        gate = GpuGate(path, "shared", seats=3)
+        gate.acquire()
+        while not done.is_set():
+            gate.mark_piece(time.monotonic() - 5.0)
+            time.sleep(0.3)
+            gate.away()
+            time.sleep(0.05)
+            gate.shared()
+        gate.release()
+
+    neighbours = [threading.Thread(target=timed_series), threading.Thread(target=long_pieces)]
+    for thread in neighbours:
+        thread.start()
+    try:
+        report = verify_code(TASK, logging, "model-new", VerifyOptions(device="cpu", trials=5, shape_probe=False),
+                             env={"KA_GPU_GATE": path, "KA_GPU_GATE_MODE": "shared", "KA_GPU_SEATS": "3"})
+    finally:
+        done.set()
+        for thread in neighbours:
+            thread.join(10)
+    assert report["status"] == "flagged" and _gate_without_pieces(report) == SHARED, report.get("error")
+    assert {n for n, c in report["checks"].items() if c["verdict"] == "fail"} <= {"not-a-kernel"}
+    fills = [e for _, r, e in report["timeline"] if r == "parent" and e.endswith(":fill")]
+    assert fills, "no yield point went on beside the longer piece"
+    called = [float(line) for line in calls.read_text().split()]
+    assert len(called) > 10 and len(windows) > 3
+    for start, end in windows:
+        assert not [t for t in called if start < t < end], (start, end)
+
+
 def test_the_run_child_gives_way_before_the_candidates_import(tmp_path: Path) -> None:
     """Harness 1.25: the stretch from the run child's release to the import (the reference built again, the
     weights loaded; 0.6-3 s in a loaded batch) had no yield point, and was half of what timed series waited for."""
@@ -334,6 +394,96 @@ def test_past_its_yields_a_child_keeps_the_gpu_as_before_yields(tmp_path: Path) 
     timed.release()
 
 
+def test_each_seat_says_when_its_running_piece_began_and_a_seat_no_one_holds_says_nothing(tmp_path: Path) -> None:
+    path = str(tmp_path / "gpu.lock")
+    a, b, c = (GpuGate(path, "shared", seats=4) for _ in range(3))
+    assert a.acquire() and b.acquire() and c.acquire()
+    now = time.monotonic()
+    # Sharing from acquire on: b's and c's pieces run, a's own is not counted.
+    assert 0 <= a.longest_piece_s(now) < 10
+    b.mark_piece(now - 5.0)
+    c.mark_piece(now - 7.0)
+    assert a.longest_piece_s(now) == pytest.approx(7.0) and b.longest_piece_s(now) == pytest.approx(7.0)
+    assert c.longest_piece_s(now) == pytest.approx(5.0)
+    c.away()
+    assert a.longest_piece_s(now) == pytest.approx(5.0), "going away ends a piece"
+    b.mark_piece(0.0)
+    assert a.longest_piece_s(now) == 0.0
+    # The fourth seat's file says a piece has run 100 s, but no verification holds that seat: a killed one left it.
+    free = next(i for i in range(4) if i not in {g._seat_index for g in (a, b, c)})
+    descriptor = os.open(f"{path}.seat-{free}", os.O_RDWR)
+    os.pwrite(descriptor, struct.pack("<d", now - 100.0), 0)
+    os.close(descriptor)
+    assert a.longest_piece_s(now) == 0.0
+    assert c.shared() and 0 <= a.longest_piece_s() < 5.0, "sharing again starts a piece"
+    c.mark_piece(now - 7.0)
+    c.release()
+    assert a.longest_piece_s(now) == 0.0, "releasing ends a piece"
+    a.release()
+    b.mark_piece(now - 5.0)
+    assert b.alone()
+    written = Path(f"{path}.seat-{b._seat_index}").read_bytes()
+    assert struct.unpack("<d", written[:8]) == (0.0,), "the GPU alone is no piece of shared work"
+    b.release()
+    assert GpuGate(path, "shared").longest_piece_s() == 0.0, "a gate without seats reads no one's"
+
+
+def test_a_sharer_goes_on_at_a_yield_point_while_a_longer_piece_keeps_the_timed_series_waiting(tmp_path: Path) -> None:
+    path = str(tmp_path / "gpu.lock")
+    sharer, long, timed = (GpuGate(path, "shared", seats=3) for _ in range(3))
+    assert sharer.acquire() and long.acquire() and timed.acquire()
+    keeper = GateKeeper(sharer, str(tmp_path / "grant"), "run", freeze=[].append)
+    assert keeper.handle({"kind": "gate", "which": "yield", "n": 1}) == "yield" and keeper.marks == []
+    long.mark_piece(time.monotonic() - 10.0)
+    waiting = _wait_for_alone(timed, sharer)
+    # Its piece took milliseconds, and another seat's has run 10 s: the timed series waits for that one anyway.
+    for number in range(2, 2 + GATE_FILLS):
+        assert keeper.handle({"kind": "gate", "which": "yield", "n": number}) == "yield"
+        assert (tmp_path / f"grant-{number}").exists() and sharer.held == "shared" and timed.held is None
+    assert [e for _, e in keeper.marks] == ["gate:run:fill"] * GATE_FILLS
+    # GATE_FILLS in a row: the next one stands back like any other.
+    standing = threading.Thread(target=keeper.handle, args=({"kind": "gate", "which": "yield", "n": 50},))
+    standing.start()
+    assert wait_until(lambda: sharer.held is None, 5)
+    long.release()
+    waiting.join(5)
+    assert timed.held == "alone" and not (tmp_path / "grant-50").exists()
+    timed.shared()
+    standing.join(5)
+    assert sharer.held == "shared" and [e for _, e in keeper.marks][-2:] == ["gate:run:yield", "gate:run:shared"]
+    for gate in (sharer, timed):
+        gate.release()
+
+
+def test_a_sharer_stands_back_when_no_longer_piece_runs_elsewhere_or_filling_is_off(tmp_path: Path) -> None:
+    for fill, other_s in ((GATE_FILL_FACTOR, 0.0), (0.0, 10.0), (0.001, 10.0)):
+        path = str(tmp_path / f"gpu-{fill}.lock")
+        sharer, other, timed = (GpuGate(path, "shared", seats=3, fill=fill) for _ in range(3))
+        assert sharer.acquire() and other.acquire() and timed.acquire()
+        keeper = GateKeeper(sharer, str(tmp_path / f"grant-{fill}"), "run")
+        keeper.handle({"kind": "gate", "which": "yield", "n": 1})
+        time.sleep(0.05)
+        other.mark_piece(time.monotonic() - other_s if other_s else 0.0)
+        waiting = _wait_for_alone(timed, sharer)
+        standing = threading.Thread(target=keeper.handle, args=({"kind": "gate", "which": "yield", "n": 2},))
+        standing.start()
+        assert wait_until(lambda gate=sharer: gate.held is None, 5), (fill, other_s)
+        other.release()
+        waiting.join(5)
+        timed.release()
+        standing.join(5)
+        assert [e for _, e in keeper.marks] == ["gate:run:yield", "gate:run:shared"], (fill, other_s)
+        sharer.release()
+
+
+def test_the_fill_factor_comes_from_the_environment_and_bad_values_name_the_variable() -> None:
+    assert GpuGate.from_environment({"KA_GPU_GATE": "x", "KA_GPU_FILL": "3.5"}).fill == 3.5
+    assert GpuGate.from_environment({"KA_GPU_GATE": "x"}).fill == GATE_FILL_FACTOR
+    for bad in ("-1", "many", "inf", "nan"):
+        with pytest.raises(ValueError, match="KA_GPU_FILL"):
+            GpuGate.from_environment({"KA_GPU_GATE": "x", "KA_GPU_FILL": bad})
+
+
 def test_away_lets_others_have_the_gpu_and_release_ends_a_wait(tmp_path: Path) -> None:
     path = str(tmp_path / "gpu.lock")
     builder, timed = GpuGate(path, "shared"), GpuGate(path, "shared")
@@ -387,7 +537,7 @@ def test_one_seat_keeps_two_shared_verifications_gpu_work_apart(tmp_path: Path) 
     got = _two_at_once(VerifyOptions(device="cpu", trials=2, shape_probe=False),
                        {"KA_GPU_GATE": str(tmp_path / "gpu-0.lock"), "KA_GPU_GATE_MODE": "shared", "KA_GPU_SEATS": "1"})
     for report in got:
-        assert report["status"] == "flagged" and _gate_without_pieces(report) == {"mode": "shared"}, report.get("error")
+        assert report["status"] == "flagged" and _gate_without_pieces(report) == SHARED, report.get("error")
     _one_after_the_other(got)
 
 
@@ -571,7 +721,7 @@ def test_a_child_that_crashes_or_is_killed_without_sharing_gets_no_second_run(tm
     crash = HONEST.replace("return torch.relu(self.lin(x))",
                            _dies_once(tmp_path / "segv", "SIGSEGV") + "        return torch.relu(self.lin(x))")
     report = verify_code(TASK, crash, "model-new", options, env=shared)
-    assert _gate_without_pieces(report) == {"mode": "shared"} and report["killed"] == {"run": 11} and report["status"] == "failed"
+    assert _gate_without_pieces(report) == SHARED and report["killed"] == {"run": 11} and report["status"] == "failed"
     killed = HONEST.replace("return torch.relu(self.lin(x))",
                             _dies_once(tmp_path / "alone", "SIGKILL") + "        return torch.relu(self.lin(x))")
     report = verify_code(TASK, killed, "model-new", options, env={"KA_GPU_GATE": str(tmp_path / "gpu-1.lock")})

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 from verify.batch.build_cache import BuildCache, BuildResult, build_niceness, stop_prebuilds
 from verify.batch.weight import HEAVY_SEATS, heavy_order
 from verify.batch.zygotes import SlotZygotes
-from verify.harness.gate import parse_seats
+from verify.harness.gate import parse_fill, parse_seats
 from verify.runner import BatchStopped, ScriptKilled, VerifyError, VerifyOptions, verify_code
 
 if TYPE_CHECKING:
@@ -166,7 +166,8 @@ def gpu_seats(gpus: int = 1) -> int:
 
 def gate_environment(folder: str, key: str, gpu: str, mode: str | None = None,
                      seats: int | None = None) -> dict[str, str]:
-    """What the eval script needs to share one GPU of a batch: its gate, the gate's mode and seats, the host's gate
+    """What the eval script needs to share one GPU of a batch: its gate, the gate's mode, seats and fill
+    (``KA_GPU_FILL``, else ``GATE_FILL_FACTOR``), the host's gate
     and memory ledger (``verify.harness.memory.MemoryLedger``), and the baseline folder.
 
     ``key`` signs the shared baselines; it reaches the script's parent only, never a child. ``mode`` defaults
@@ -178,7 +179,8 @@ def gate_environment(folder: str, key: str, gpu: str, mode: str | None = None,
     """
     return {"KA_GPU_GATE": os.path.join(folder, f"gpu-{gpu}.lock"), "KA_HOST_GATE": os.path.join(folder, "host.lock"),
             "KA_GPU_GATE_MODE": mode or os.environ.get("KA_GPU_GATE_MODE") or BATCH_GATE_MODE,
-            "KA_GPU_SEATS": str(seats or gpu_seats()), "KA_MEMORY_LEDGER": os.path.join(folder, "host-memory"),
+            "KA_GPU_SEATS": str(seats or gpu_seats()), "KA_GPU_FILL": str(parse_fill(os.environ.get("KA_GPU_FILL"))),
+            "KA_MEMORY_LEDGER": os.path.join(folder, "host-memory"),
             "KA_BASELINE_CACHE": os.path.join(folder, f"baselines-gpu-{gpu}"), "KA_BASELINE_KEY": key}
 
 

@@ -799,7 +799,7 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
     keys = {role: new_key() for role in ("trusted", "run")}
     keepers = {role: GateKeeper(gate, str(root / f"gate-{role}"), role, marks=marks, key=keys[role])
                if gate.sharing else None for role in ("trusted", "run")}
-    report["gate"] = {"mode": gate.mode if gate.path else None}
+    report["gate"] = {"mode": gate.mode if gate.path else None} | ({"fill": gate.fill} if gate.sharing else {})
     trusted: ChildProcess | None = None
     ledger = MemoryLedger.from_environment()
     planner = (TrialPlanner(trials, ledger, root / "plan", deep_trials=job.get("deep_trials", 2), gate=gate,
