@@ -7,9 +7,11 @@ trials, probes) shares the GPU, and a child asks for the GPU alone (``alone_on_g
 verdict reads as a time: the baselines, the trivial-kernel overheads, the candidate's timed series and the
 profiled calls whose kernel durations the judge compares. A writer-first turnstile (a second lock file)
 keeps a waiting timed series from being starved by a stream of untimed work, and children offer it the GPU
-between pieces of untimed work (``yield_point``), so it waits for one piece, not for a whole phase. With ``seats``
-(``KA_GPU_SEATS``) at most that many verifications hold the gate at once, in either mode: a batch starts more
-eval scripts than that, and the others start their processes or judge meanwhile.
+between pieces of untimed work (``yield_point``), so it waits for one piece, not for a whole phase; a child whose
+piece was short goes on instead while a longer piece on another seat keeps the timed series waiting anyway
+(``KA_GPU_FILL``, ``GpuGate.may_fill``). With ``seats`` (``KA_GPU_SEATS``) at most that many verifications hold the
+gate at once, in either mode: a batch starts more eval scripts than that, and the others start their processes or
+judge meanwhile.
 
 Example:
     >>> gate = GpuGate(None)
@@ -383,7 +385,9 @@ class GateKeeper:
     for the signal ``<grants>-N`` (``verify.harness.signals``, under ``key``). A candidate's run child is frozen (``SIGSTOP`` to its process group) while its
     parent waits for the GPU, so it cannot put work on a GPU another verification is timing on. A ``yield``
     lets a waiting timed series go first (``GpuGate.give_way``); it is marked only when it let go
-    (``gate:<role>:yield``, then ``gate:<role>:shared``) and never counts against ``GATE_REQUESTS``. ``over`` ends
+    (``gate:<role>:yield``, then ``gate:<role>:shared``), or when it went on beside a longer piece on another seat
+    (``gate:<role>:fill``, ``GpuGate.may_fill``, at most ``GATE_FILLS`` in a row), and never counts against
+    ``GATE_REQUESTS``. ``over`` ends
     a child's hold on the GPU alone by handing it to the verification's next child: when ``hand_over`` (the
     parent's) says that child is ready and tells it to go, the GPU stays alone (``gate:<role>:over``), so the next
     child's series waits for no drain of the other verifications' untimed work; otherwise ``over`` is ``shared``.
@@ -468,7 +472,7 @@ class GateKeeper:
             # The timed series waits for a longer piece on another seat anyway: this seat works meanwhile.
             self._fills += 1
             self.marks.append((time.monotonic(), f"gate:{self.role}:fill"))
-        elif waits:
+        else:
             self._fills = 0
             self.marks.append((time.monotonic(), f"gate:{self.role}:yield"))
             if self.freeze:
