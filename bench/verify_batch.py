@@ -30,7 +30,10 @@ ones (``heavy_policy`` says which policy ran; ``heavy_finished_cold`` lists the 
 kernels had finished (``finish_times``): how soon the results came, which a rate counted to the last finish hides.
 ``alone_wait_mean_s_cold`` and ``alone_wait_median_s_cold``: how long a kernel waited in all for the GPU alone
 (``verify.batch.stats.alone_waits``), and ``give_way_wait_mean_s_cold`` and ``give_way_wait_median_s_cold``: how long its
-children stood back, in all, for other kernels' timed work (``verify.batch.stats.give_way_waits``). ``alone_wait_total_s_cold``
+children stood back, in all, for other kernels' timed work (``verify.batch.stats.give_way_waits``);
+``stood_back_n_cold`` and ``went_on_n_cold``: how often a child at a yield point stood back for a waiting timed series,
+and how often it went on beside a longer piece on another seat instead (harness 1.37, ``KA_GPU_FILL``;
+``verify.batch.stats.yield_answers``). ``alone_wait_total_s_cold``
 and ``alone_held_up_by_cold``: those waits for the GPU alone in all, and the five pieces of other kernels' work they
 waited on longest, with their seconds (``verify.batch.stats.held_up_by``), and ``alone_held_up_by_piece_cold`` the
 same waits put down to the piece of work that ended where its holder let go (its report's ``gate.pieces``);
@@ -130,6 +133,7 @@ from verify.batch.stats import (  # noqa: E402
     seat_times,
     stopped_record,
     timing_moves,
+    yield_answers,
 )
 from verify.batch.weight import BATCH_HEAVY, HEAVY_POLICIES, HEAVY_SEATS  # noqa: E402
 from verify.batch.weight import policy as heavy_policy  # noqa: E402
@@ -769,6 +773,7 @@ def main() -> int:
         **{f"{k}_cold": v for k, v in gpu_occupancy(list(cold.reports.values())).items()},
         **{f"{k}_cold": v for k, v in alone_waits(list(cold.reports.values())).items()},
         **{f"{k}_cold": v for k, v in give_way_waits(list(cold.reports.values())).items()},
+        **{f"{k}_cold": v for k, v in yield_answers(list(cold.reports.values())).items()},
         **{f"{k}_cold": v for k, v in held_up_by(list(cold.reports.values()) + cold.stopped_records(gate_mode)).items()},
         **{f"{k}_cold": v for k, v in requeued_waits(list(cold.reports.values())).items()},
         **{f"{k}_cold": v for k, v in held_pieces(list(cold.reports.values())).items()},

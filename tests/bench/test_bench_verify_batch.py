@@ -66,6 +66,7 @@ def test_the_batch_benchmark_runs_its_passes_and_both_checks_on_cpu(tmp_path: Pa
     assert 0 <= result["alone_waited_share_cold"] <= 1 - result["gpu_alone_share_cold"] + 1e-3
     assert 0 <= result["alone_wait_median_s_cold"] < 60 and 0 <= result["alone_wait_mean_s_cold"] < 60
     assert 0 <= result["give_way_wait_median_s_cold"] < 60 and 0 <= result["give_way_wait_mean_s_cold"] < 60
+    assert {type(result["stood_back_n_cold"]), type(result["went_on_n_cold"])} == {int}
     assert 0 <= result["alone_wait_total_s_cold"] < 600 and isinstance(result["alone_held_up_by_cold"], list)
     assert 0 <= result["alone_requeued_s_cold"] <= result["alone_wait_total_s_cold"]
     pieces = result["held_pieces_cold"]

@@ -308,6 +308,22 @@ def give_way_waits(reports: list[dict[str, Any]]) -> dict[str, float | None]:
     return _mean_and_median("give_way_wait", _shared_totals(reports, stood_back))
 
 
+def yield_answers(reports: list[dict[str, Any]]) -> dict[str, int]:
+    """How often, over the reports, a child at a yield point stood back for a waiting timed series
+    (``gate:<role>:yield``), and how often it went on beside a longer piece on another seat instead
+    (``gate:<role>:fill``, harness 1.37).
+
+    Example:
+        >>> report = {"timeline": [[1, "parent", "gate:run:fill"], [2, "parent", "gate:run:yield"],
+        ...                        [3, "parent", "gate:run:shared"], [4, "run", "gate:fill"]]}
+        >>> yield_answers([report, {}])
+        {'stood_back_n': 1, 'went_on_n': 1}
+    """
+    counts = Counter(event.rsplit(":", 1)[1] for report in reports for _, role, event in report.get("timeline") or []
+                     if role == "parent" and event.startswith("gate:") and event.count(":") == 2)
+    return {"stood_back_n": counts["yield"], "went_on_n": counts["fill"]}
+
+
 LET_GO: dict[str, str] = {"yield": "yield", "gate:alone": "alone", "gate:away": "away", "gpu-away": "between",
                           "run-gone": "end", "run-collected": "end"}
 """How a verification lets go of its shared hold on a GPU, by timeline event (a parent's ``gate:<role>:yield`` mark
