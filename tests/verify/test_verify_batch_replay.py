@@ -97,6 +97,14 @@ def test_a_report_becomes_its_kernels_own_work_without_its_waits():
         ("off", 3.0), ("shared", 2.0)]
 
 
+def test_a_child_with_pieces_and_no_gate_mark_of_its_own_is_replayed():
+    report = shared_report()
+    report["timeline"] = [e for e in report["timeline"] if not e[2].startswith("gate:run:")]
+    got = plan_from_report("k", report)
+    assert got is not None and ("alone", 0.5) not in [(s.kind, round(s.seconds, 3)) for s in got.steps]
+    assert [s.kind for s in got.steps].count("alone") == 1
+
+
 def test_reports_that_cannot_be_replayed_say_so():
     old = shared_report()
     old["gate"]["pieces"] = {"run": [[1.5, "trial"]]}

@@ -121,7 +121,7 @@ def _first(timeline: Sequence[Sequence[Any]], role: str, event: str) -> float | 
 def _windows(marks: list[tuple[float, str]], role: str, state: str) -> list[tuple[float, float]]:
     """Spans from each ``gate:<role>:<state>`` mark to that role's next gate mark."""
     ours = [(t, e.split(":")[2]) for t, e in marks if e.startswith(f"gate:{role}:")]
-    ends = [t for t, _ in ours[1:]] + [ours[-1][0] if ours else 0.0]
+    ends = [t for t, _ in ours[1:]] + [t for t, _ in ours[-1:]]
     return [(t, end) for (t, s), end in zip(ours, ends, strict=True) if s == state]
 
 
