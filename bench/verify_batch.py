@@ -49,7 +49,8 @@ the run child's before the candidate's import (its trivial kernel's series) and 
 held one (``verify.batch.stats.seat_times``). ``replay_cold``: on one GPU, the cold pass's kernels per minute replayed
 under each GPU gate policy from its reports (``verify.batch.replay``, ``bench/gate_replay.py``: ``writer-first`` is the
 gate as it is, ``no-gate`` the bound without one), and ``longest_chain_cold`` the kernel whose own work, with nothing
-to wait for, was longest, with its seconds (None for both on several GPUs, or when a report cannot be replayed).
+to wait for, was longest, with its seconds (None for both on several GPUs, or when a report cannot be replayed;
+``replay_error_cold`` then says why, if a report could not be read).
 ``pass_start_s_cold`` and ``pass_end_s_cold``: the cold pass's seconds
 before its first script started and after its last report (``Recorder.ends``). ``host_cpu_s_per_kernel_cold``: the host CPU seconds (user and system, every
 process of the pass: builds, scripts, children) per kernel finished, and ``cpu_s_by_process_cold`` the mean of each
@@ -425,8 +426,12 @@ def steady_rate(reports: list[dict[str, Any]], slots: int) -> float | None:
 
 def replay_keys(reports: dict[str, dict[str, Any]], slots: int, seats: int) -> dict[str, Any]:
     """``replay_cold`` (policy -> kernels/min of the cold pass replayed under it, ``verify.batch.replay``) and
-    ``longest_chain_cold`` (``[kernel, seconds]``), or None for both when a report cannot be replayed."""
-    done = replay_all(list(reports.items()), slots=slots, seats=seats or slots)
+    ``longest_chain_cold`` (``[kernel, seconds]``), or None for both when a report cannot be replayed; a report the
+    replay cannot read costs the pass's figures nothing but these two (``replay_error_cold`` says why)."""
+    try:
+        done = replay_all(list(reports.items()), slots=slots, seats=seats or slots)
+    except (KeyError, IndexError, TypeError, ValueError) as error:
+        return {"replay_cold": None, "longest_chain_cold": None, "replay_error_cold": f"{type(error).__name__}: {error}"}
     return {"replay_cold": {policy: round(run.kernels_per_min, 3) for policy, run in done["replays"].items()}
             if done else None, "longest_chain_cold": done.get("longest_chain")}
 

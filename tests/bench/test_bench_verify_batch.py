@@ -226,6 +226,17 @@ def test_the_scaling_options_refuse_what_would_verify_nothing(option: str, value
     assert done.returncode == 2 and f"{option} must be {said}" in done.stderr
 
 
+def test_a_report_the_replay_cannot_read_costs_the_pass_only_its_replay_keys() -> None:
+    bench = load_script("bench/verify_batch.py", "bench_verify_batch_replay")
+    broken = {"harness_seconds": "soon", "timeline_origin": 1.0, "timeline": [[0.0, "parent", "gpu-gate"]],
+              "gate": {"mode": "exclusive"}}
+    assert bench.replay_keys({"L1-T1": broken}, 2, 1) == {
+        "replay_cold": None, "longest_chain_cold": None,
+        "replay_error_cold": "ValueError: could not convert string to float: 'soon'"}
+    assert bench.replay_keys({"L1-T1": {"status": "flagged"}}, 2, 1) == {"replay_cold": None,
+                                                                          "longest_chain_cold": None}
+
+
 def test_span_runs_from_the_first_start_to_the_last_finish() -> None:
     bench = load_script("bench/verify_batch.py", "bench_verify_batch")
     reports = [{"started_at": "2026-11-27T10:00:05+00:00", "finished_at": "2026-11-27T10:00:20+00:00"},
