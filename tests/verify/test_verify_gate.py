@@ -7,6 +7,7 @@ import struct
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -172,13 +173,15 @@ def test_a_sharer_gives_way_to_a_waiting_timed_series_then_shares_again(tmp_path
 
 
 def _verified_beside(path: str, kernel: str, trials: int, alone_s: float, shared_s: float,
-                     windows: list[tuple[float, float]]) -> dict[str, Any]:
+                     windows: list[tuple[float, float]], *, seats: int = 0,
+                     beside: Callable[[threading.Event], None] | None = None) -> dict[str, Any]:
     """A verification of ``kernel`` on the shared gate ``path`` beside another one's timed series, which holds the GPU
-    alone for ``alone_s`` (each window noted in ``windows``) and then shares it for ``shared_s``, until it is done."""
+    alone for ``alone_s`` (each window noted in ``windows``) and then shares it for ``shared_s``, until it is done;
+    with ``seats`` every one of them takes one of that many seats, and ``beside(done)`` runs as a third neighbour."""
     done = threading.Event()
 
     def timed_series() -> None:
-        gate = GpuGate(path, "shared")
+        gate = GpuGate(path, "shared", seats=seats)
         gate.acquire()
         while not done.is_set():
             gate.alone()
@@ -189,27 +192,45 @@ def _verified_beside(path: str, kernel: str, trials: int, alone_s: float, shared
             time.sleep(shared_s)
         gate.release()
 
-    neighbour = threading.Thread(target=timed_series)
-    neighbour.start()
+    neighbours = [threading.Thread(target=timed_series)]
+    if beside is not None:
+        neighbours.append(threading.Thread(target=beside, args=(done,)))
+    for neighbour in neighbours:
+        neighbour.start()
     try:
         return verify_code(TASK, kernel, "model-new", VerifyOptions(device="cpu", trials=trials, shape_probe=False),
-                           env={"KA_GPU_GATE": path, "KA_GPU_GATE_MODE": "shared"})
+                           env={"KA_GPU_GATE": path, "KA_GPU_GATE_MODE": "shared"}
+                           | ({"KA_GPU_SEATS": str(seats)} if seats else {}))
     finally:
         done.set()
-        neighbour.join(10)
+        for neighbour in neighbours:
+            neighbour.join(10)
+
+
+def _logging_candidate(calls: Path) -> str:
+    """The honest kernel, logging each of its calls to ``calls`` on the system-wide monotonic clock, which the
+    neighbours of ``_verified_beside`` also read: the parent reads a yielding child's messages only after it is back,
+    so they cannot show when it ran."""
+    return HONEST.replace("return torch.relu(self.lin(x))",
+                          f"import time\n        with open({str(calls)!r}, 'a') as log:\n"
+                          "            log.write(repr(time.monotonic()) + chr(10))\n"
+                          "        return torch.relu(self.lin(x))")
+
+
+def _never_called_inside(calls: Path, windows: list[tuple[float, float]]) -> None:
+    """The logged candidate ran often, the neighbour timed often, and never at once."""
+    called = [float(line) for line in calls.read_text().split()]
+    assert len(called) > 10 and len(windows) > 3
+    for start, end in windows:
+        inside = [t for t in called if start < t < end]
+        assert not inside, (start, end, inside)
 
 
 def test_a_verification_gives_way_to_timed_series_mid_phase_and_keeps_its_verdict(tmp_path: Path) -> None:
     path, calls = str(tmp_path / "gpu-0.lock"), tmp_path / "calls"
-    # The candidate logs each call on the system-wide monotonic clock, which the neighbour below also reads:
-    # the parent reads a yielding child's messages only after it is back, so they cannot show when it ran.
-    logging = HONEST.replace("return torch.relu(self.lin(x))",
-                             f"import time\n        with open({str(calls)!r}, 'a') as log:\n"
-                             "            log.write(repr(time.monotonic()) + chr(10))\n"
-                             "        return torch.relu(self.lin(x))")
     windows: list[tuple[float, float]] = []
     # Another verification timing its kernel every 0.1 s, for 0.05 s each, until this one is over.
-    report = _verified_beside(path, logging, 5, 0.05, 0.05, windows)
+    report = _verified_beside(path, _logging_candidate(calls), 5, 0.05, 0.05, windows)
     assert {n for n, c in report["checks"].items() if c["verdict"] == "fail"} <= {"not-a-kernel"}
     assert report["status"] == "flagged"
     yields = [e for _, r, e in report["timeline"] if r == "parent" and e == "gate:run:yield"]
@@ -227,11 +248,7 @@ def test_a_verification_gives_way_to_timed_series_mid_phase_and_keeps_its_verdic
         assert min(life) - 0.002 <= role_pieces[0][0] and role_pieces[-1][0] + role_pieces[-1][1] <= max(life) + 0.002
     variants = [e for _, r, e in report["timeline"] if r == "run" and e == "trial"]
     assert sum(name.startswith("trial") for *_, name in pieces["run"]) == len(variants) > 0, pieces["run"]
-    called = [float(line) for line in calls.read_text().split()]
-    assert len(called) > 10 and len(windows) > 3
-    for start, end in windows:
-        inside = [t for t in called if start < t < end]
-        assert not inside, (start, end, inside)
+    _never_called_inside(calls, windows)
 
 
 def test_beside_a_longer_piece_a_verification_goes_on_at_yield_points_but_never_into_a_timed_window(
@@ -239,26 +256,9 @@ def test_beside_a_longer_piece_a_verification_goes_on_at_yield_points_but_never_
     """Harness 1.37: with seats, a child whose piece was short goes on at a yield point while another seat's longer
     piece keeps the timed series waiting; the timed series still has the GPU alone, and the verdict is the same."""
     path, calls = str(tmp_path / "gpu-0.lock"), tmp_path / "calls"
-    logging = HONEST.replace("return torch.relu(self.lin(x))",
-                             f"import time\n        with open({str(calls)!r}, 'a') as log:\n"
-                             "            log.write(repr(time.monotonic()) + chr(10))\n"
-                             "        return torch.relu(self.lin(x))")
     windows: list[tuple[float, float]] = []
-    done = threading.Event()
 
-    def timed_series() -> None:
-        gate = GpuGate(path, "shared", seats=3)
-        gate.acquire()
-        while not done.is_set():
-            gate.alone()
-            start = time.monotonic()
-            time.sleep(0.05)
-            windows.append((start, time.monotonic()))
-            gate.shared()
-            time.sleep(0.05)
-        gate.release()
-
-    def long_pieces() -> None:
+    def long_pieces(done: threading.Event) -> None:
         # A neighbour whose pieces have run for seconds each time it holds the GPU: 0.3 s shared, then it builds.
         gate = GpuGate(path, "shared", seats=3)
         gate.acquire()
@@ -270,24 +270,12 @@ def test_beside_a_longer_piece_a_verification_goes_on_at_yield_points_but_never_
             gate.shared()
         gate.release()
 
-    neighbours = [threading.Thread(target=timed_series), threading.Thread(target=long_pieces)]
-    for thread in neighbours:
-        thread.start()
-    try:
-        report = verify_code(TASK, logging, "model-new", VerifyOptions(device="cpu", trials=5, shape_probe=False),
-                             env={"KA_GPU_GATE": path, "KA_GPU_GATE_MODE": "shared", "KA_GPU_SEATS": "3"})
-    finally:
-        done.set()
-        for thread in neighbours:
-            thread.join(10)
+    report = _verified_beside(path, _logging_candidate(calls), 5, 0.05, 0.05, windows, seats=3, beside=long_pieces)
     assert report["status"] == "flagged" and _gate_without_pieces(report) == SHARED, report.get("error")
     assert {n for n, c in report["checks"].items() if c["verdict"] == "fail"} <= {"not-a-kernel"}
     fills = [e for _, r, e in report["timeline"] if r == "parent" and e.endswith(":fill")]
     assert fills, "no yield point went on beside the longer piece"
-    called = [float(line) for line in calls.read_text().split()]
-    assert len(called) > 10 and len(windows) > 3
-    for start, end in windows:
-        assert not [t for t in called if start < t < end], (start, end)
+    _never_called_inside(calls, windows)
 
 
 def test_the_run_child_gives_way_before_the_candidates_import(tmp_path: Path) -> None:
