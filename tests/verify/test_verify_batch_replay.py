@@ -13,6 +13,13 @@ def plan(key: str, *steps: tuple[str, float], ready: float = 0.0, after: float =
     return KernelPlan(key, order, ready, tuple(Step(kind, seconds) for kind, seconds in steps), after)
 
 
+def drain(second_s: float) -> list[KernelPlan]:
+    """A sharer with a yield point at 2 s and then a piece of ``second_s``, beside a 5 s piece, while a timed series
+    asks for the GPU alone at 1 s: the drain its yield point falls into."""
+    return [plan("yields", ("shared", 2.0), ("shared", second_s)), plan("long", ("shared", 5.0)),
+            plan("timed", ("alone", 1.0), ready=1.0)]
+
+
 def test_a_timed_series_waits_out_a_running_piece_unless_sharers_are_preempted():
     long, timed = plan("long", ("shared", 10.0)), plan("timed", ("alone", 1.0), ready=1.0)
     today = replay([long, timed], slots=2, seats=2, policy="writer-first")
@@ -24,8 +31,7 @@ def test_a_timed_series_waits_out_a_running_piece_unless_sharers_are_preempted()
 
 
 def test_a_sharer_stands_back_at_a_yield_point_while_a_timed_series_waits():
-    plans = [plan("yields", ("shared", 2.0), ("shared", 2.0)), plan("long", ("shared", 5.0)),
-             plan("timed", ("alone", 1.0), ready=1.0)]
+    plans = drain(2.0)
     today = replay(plans, slots=3, seats=3, policy="writer-first")
     assert today.finish_s == {"long": 5.0, "timed": 6.0, "yields": 8.0}
     assert today.stood_back_s == 4.0
@@ -33,18 +39,15 @@ def test_a_sharer_stands_back_at_a_yield_point_while_a_timed_series_waits():
 
 
 def test_filling_the_drain_never_delays_the_timed_series_when_it_knows_the_pieces():
-    plans = [plan("yields", ("shared", 2.0), ("shared", 2.0)), plan("long", ("shared", 5.0)),
-             plan("timed", ("alone", 1.0), ready=1.0)]
+    plans = drain(2.0)
     filled = replay(plans, slots=3, seats=3, policy="fill")
     assert filled.finish_s == {"yields": 4.0, "long": 5.0, "timed": 6.0}
     assert filled.stood_back_s == 0.0
-    too_long = [plan("yields", ("shared", 2.0), ("shared", 4.0)), *plans[1:]]
-    assert replay(too_long, slots=3, seats=3, policy="fill").finish_s["timed"] == 6.0
+    assert replay(drain(4.0), slots=3, seats=3, policy="fill").finish_s["timed"] == 6.0
 
 
 def test_guessing_uses_the_last_piece_against_how_long_the_others_have_run():
-    plans = [plan("yields", ("shared", 2.0), ("shared", 4.0)), plan("long", ("shared", 5.0)),
-             plan("timed", ("alone", 1.0), ready=1.0)]
+    plans = drain(4.0)
     bold = replay(plans, slots=3, seats=3, policy="fill-guess", fill_factor=2.0)
     assert bold.finish_s == {"long": 5.0, "yields": 6.0, "timed": 7.0}
     shy = replay(plans, slots=3, seats=3, policy="fill-guess", fill_factor=0.5)
