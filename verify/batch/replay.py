@@ -25,6 +25,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from verify.batch.stats import _at, gate_end, ready_at, stood_back_s
+
 STEP_KINDS: tuple[str, ...] = ("shared", "alone", "off")
 """``shared``: untimed GPU work beside others; ``alone``: timed work, the GPU to itself; ``off``: no GPU (a build)."""
 
@@ -114,10 +116,6 @@ def _parent_marks(timeline: Sequence[Sequence[Any]]) -> list[tuple[float, str]]:
     return [(float(t), str(e)) for t, r, e in timeline if r == "parent"]
 
 
-def _first(timeline: Sequence[Sequence[Any]], role: str, event: str) -> float | None:
-    return next((float(t) for t, r, e in timeline if r == role and e == event), None)
-
-
 def _windows(marks: list[tuple[float, str]], role: str, state: str) -> list[tuple[float, float]]:
     """Spans from each ``gate:<role>:<state>`` mark to that role's next gate mark."""
     ours = [(t, e.split(":")[2]) for t, e in marks if e.startswith(f"gate:{role}:")]
@@ -136,21 +134,20 @@ def plan_from_report(key: str, report: dict[str, Any]) -> KernelPlan | None:
     Example:
         >>> report = {"harness_seconds": 9.0, "timeline_origin": 100.0, "batch": {"seconds": 10.0},
         ...     "gate": {"mode": "exclusive"}, "timeline": [[0.5, "trusted", "mark:ready"],
-        ...     [2.0, "parent", "gpu-gate"], [7.0, "parent", "run-gone"]]}
+        ...     [0.5, "parent", "compiled-without-gpu"], [2.0, "parent", "gpu-gate"], [7.0, "parent", "run-gone"]]}
         >>> plan_from_report("k", report)
         KernelPlan(key='k', start=99.0, ready_s=1.5, steps=(Step(kind='alone', seconds=5.0),), after_s=2.0)
     """
     timeline = report.get("timeline") or []
     gate = report.get("gate") or {}
-    seated = _first(timeline, "parent", "gpu-gate")
+    seated = _at(timeline, "parent", "gpu-gate")
     if seated is None or "harness_seconds" not in report or "timeline_origin" not in report:
         return None
     harness_s = float(report["harness_seconds"])
     before_s = max(0.0, float((report.get("batch") or {}).get("seconds", harness_s)) - harness_s)
-    ready = [t for t in (_first(timeline, "trusted", "mark:ready"), _first(timeline, "parent", "compiled-without-gpu"))
-             if t is not None]
-    asked = max(ready) if ready else seated
-    gone = _first(timeline, "parent", "run-gone") or harness_s
+    asked = ready_at(timeline)
+    asked = seated if asked is None else asked
+    gone = gate_end(timeline) or harness_s
     marks = _parent_marks(timeline)
     if gate.get("mode") != "shared":
         steps: list[tuple[float, Step]] = [(seated, Step("alone", max(0.0, gone - seated)))]
@@ -196,22 +193,14 @@ def measured(reports: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, float]:
     stood = seat = 0.0
     for _, report in reports:
         timeline = report.get("timeline") or []
-        seated = _first(timeline, "parent", "gpu-gate")
+        seated = _at(timeline, "parent", "gpu-gate")
         if seated is not None:
-            seat += (_first(timeline, "parent", "run-gone") or float(report.get("harness_seconds") or 0.0)) - seated
+            seat += (gate_end(timeline) or float(report.get("harness_seconds") or 0.0)) - seated
         harness_s = float(report.get("harness_seconds") or 0.0)
         total_s = float((report.get("batch") or {}).get("seconds", harness_s))
         start = float(report.get("timeline_origin") or 0.0) - max(0.0, total_s - harness_s)
         spans.append((start, start + total_s))
-        yielded: dict[str, float] = {}
-        for t, event in _parent_marks(timeline):
-            if not event.startswith("gate:"):
-                continue
-            _, role, state = event.split(":")
-            if state == "yield":
-                yielded[role] = t
-            elif state == "shared" and role in yielded:
-                stood += t - yielded.pop(role)
+        stood += stood_back_s(timeline)
     pass_s = max(e for _, e in spans) - min(s for s, _ in spans) if spans else 0.0
     return {"pass_s": round(pass_s, 3), "kernels_per_min": round(60.0 * len(spans) / pass_s, 3) if pass_s else 0.0,
             "seat_s": round(seat, 3), "stood_back_s": round(stood, 3)}

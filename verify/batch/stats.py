@@ -300,12 +300,25 @@ def give_way_waits(reports: list[dict[str, Any]]) -> dict[str, float | None]:
         >>> give_way_waits([shared, {"gate": {"mode": "exclusive"}, "timeline": []}])
         {'give_way_wait_mean_s': 3.5, 'give_way_wait_median_s': 3.5}
     """
-    def back(role: str, event: str) -> str | None:
-        parts = event.split(":")
-        return parts[1] if role == "parent" and len(parts) == 3 and parts[0] == "gate" else None
+    return _mean_and_median("give_way_wait", _shared_totals(reports, stood_back_s))
 
-    stood_back = partial(_paired_s, opens=_yielded, closes=back)
-    return _mean_and_median("give_way_wait", _shared_totals(reports, stood_back))
+
+def _gate_mark(role: str, event: str) -> str | None:
+    """The child a parent's gate mark (``gate:<role>:<state>``) is for, else None."""
+    parts = event.split(":")
+    return parts[1] if role == "parent" and len(parts) == 3 and parts[0] == "gate" else None
+
+
+def stood_back_s(timeline: list[list[Any]]) -> float:
+    """Seconds a verification's children stood back at yield points, in all: from each parent's
+    ``gate:<role>:yield`` to that role's next gate mark (the GPU shared again).
+
+    Example:
+        >>> stood_back_s([[1, "parent", "gate:run:yield"], [2, "parent", "gate:run:fill"],
+        ...               [3.5, "parent", "gate:run:shared"]])
+        1.0
+    """
+    return _paired_s(timeline, opens=_yielded, closes=_gate_mark)
 
 
 def yield_answers(reports: list[dict[str, Any]]) -> dict[str, int]:
@@ -596,6 +609,20 @@ def _mean_and_median(name: str, values: list[float]) -> dict[str, float | None]:
     return {f"{name}_mean_s": round(statistics.fmean(values), 3), f"{name}_median_s": round(statistics.median(values), 3)}
 
 
+def ready_at(timeline: list[list[Any]]) -> float | None:
+    """When a verification was ready for its GPU: the later of the trusted child's ``mark:ready`` and the compile step
+    before the gate (``compiled-without-gpu`` or ``compile-needs-gpu``); None without both.
+
+    Example:
+        >>> ready_at([[0.8, "trusted", "mark:ready"], [1.0, "parent", "compiled-without-gpu"]]), ready_at([])
+        (1.0, None)
+    """
+    compiled = [t for t in (_at(timeline, "parent", "compiled-without-gpu"),
+                            _at(timeline, "parent", "compile-needs-gpu")) if t is not None]
+    trusted = _at(timeline, "trusted", "mark:ready")
+    return None if not compiled or trusted is None else max(compiled[0], trusted)
+
+
 def seat_times(reports: list[dict[str, Any]]) -> dict[str, float | None]:
     """Medians, in seconds, of when a kernel was ready for the GPU, how long it then waited for its seat, and how
     long it held the seat, over the reports of scripts behind a batch's gate.
@@ -614,13 +641,10 @@ def seat_times(reports: list[dict[str, Any]]) -> dict[str, float | None]:
     ready, waits, holds = [], [], []
     for report in reports:
         timeline = report.get("timeline") or []
-        gate, collected = _at(timeline, "parent", "gpu-gate"), gate_end(timeline)
-        compiled = [t for t in (_at(timeline, "parent", "compiled-without-gpu"),
-                                _at(timeline, "parent", "compile-needs-gpu")) if t is not None]
-        trusted = _at(timeline, "trusted", "mark:ready")
-        if gate is None or not compiled or trusted is None:
+        gate, collected, at = _at(timeline, "parent", "gpu-gate"), gate_end(timeline), ready_at(timeline)
+        if gate is None or at is None:
             continue
-        ready.append(max(compiled[0], trusted))
+        ready.append(at)
         waits.append(max(0.0, gate - ready[-1]))
         if collected is not None:
             holds.append(collected - gate)
