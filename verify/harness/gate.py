@@ -413,7 +413,6 @@ class GateKeeper:
         self._count = 0
         self._yields = 0
         self._fills = 0
-        self._piece: float | None = None
         self.answers: list[tuple[float, float, str]] = []
         """Each request answered: when it came, when it was granted, and what (``held_pieces`` reads them)."""
 
@@ -424,13 +423,14 @@ class GateKeeper:
             return None
         asked = time.monotonic()
         self.gate.mark_piece(0.0)
-        ended = asked - self._piece if self._piece is not None else None
+        # The piece that just ended began with the last grant that left the child sharing.
+        last = self.answers[-1] if self.answers else None
+        ended = asked - last[1] if last is not None and last[2] in HELD_AFTER else None
         granted = self._give_way(number, ended) if want == "yield" else self._move(want, number)
         if granted is not None:
             self.answers.append((asked, time.monotonic(), granted))
-        self._piece = self.answers[-1][1] if granted in HELD_AFTER else None
-        if self._piece is not None and self.gate.sharing:
-            self.gate.mark_piece(self._piece)
+        if granted in HELD_AFTER and self.gate.sharing:
+            self.gate.mark_piece(self.answers[-1][1])
         return granted
 
     def _move(self, want: str, number: int) -> str | None:
