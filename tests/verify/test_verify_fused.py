@@ -173,6 +173,7 @@ def test_without_numba_or_switched_off_nothing_is_fused(monkeypatch: pytest.Monk
     assert not fused.fused_enabled(1 << 30)
     assert fused.fused_judge_part(out, ref64, ref32, POLICY, torch) is None
     assert fused.fused_l2_norms([0.0], ref64, ref32, torch) is None
+    assert fused.fused_stale_counts(out, ref64, ref64, 0.1, torch) is None
     assert fused.warm_fused(1 << 30) is None
     monkeypatch.setattr(fused, "FUSED_MIN_ELEMENTS", 1)
     assert judge_output(ref32, ref64, ref32, POLICY)["passed"]
@@ -192,8 +193,44 @@ def test_what_the_fused_passes_judged_is_counted_and_a_chunk_left_to_torch_is_no
         return {k: fused.FUSED_USED[k] - before[k] for k in before}
 
     plain, fast = _judged_both_ways(monkeypatch, used)
-    assert plain == {"chunks": 0, "elements": 0, "norm_passes": 0}
+    assert plain == {"chunks": 0, "elements": 0, "norm_passes": 0, "stale_chunks": 0}
     assert fast["chunks"] == 2 and fast["elements"] == 2 * tensors.JUDGE_CHUNK and fast["norm_passes"] >= 2
+
+
+def _probe_case(n: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The statefulness probe's references for X and X' (a few thousand elements changed, some non-finite), and
+    an honest and a half-stale output for X'."""
+    g = torch.Generator().manual_seed(11)
+    r1 = torch.randn(n, generator=g)
+    r2 = r1.clone()
+    changed = torch.randint(0, n, (4000,), generator=g)
+    r2[changed] += torch.randn(4000, generator=g)
+    r1[:6] = torch.tensor([math.nan, math.inf, -math.inf, 0.0, 2.0, 1.0])
+    r2[3], r2[4], r2[5] = math.nan, math.inf, 3.0
+    honest = r2 + 1e-7 * torch.randn(n, generator=g)
+    stale = honest.clone()
+    stale[changed[:2000]] = r1[changed[:2000]]
+    stale[changed[2000]] = math.nan
+    return r1, r2, honest, stale
+
+
+def test_the_statefulness_probe_counts_the_same_with_and_without_the_fused_pass(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    r1, r2, honest, stale = _probe_case(2 * tensors.JUDGE_CHUNK + 321)
+    outputs = {"honest": honest, "stale": stale, "zeros": torch.zeros_like(r2), "float64": stale.double(),
+               "float16": stale.half(), "transposed": stale.view(-1, 1).t().contiguous().t().view(-1)}
+
+    def counts() -> dict[str, tuple[int, int]]:
+        before = fused.FUSED_USED["stale_chunks"]
+        found = {name: tensors.stale_counts(y2, r1, r2) for name, y2 in outputs.items()}
+        found["stale_chunks"] = (fused.FUSED_USED["stale_chunks"] - before, 0)
+        return found
+
+    plain, fast = _judged_both_ways(monkeypatch, counts)
+    assert plain.pop("stale_chunks") == (0, 0) and fast.pop("stale_chunks") == (3 * len(outputs), 0)
+    assert plain == fast
+    moved, kept = plain["stale"]
+    assert plain["honest"] == (moved, 0) and 1500 < kept < moved and plain["zeros"][1] > kept
 
 
 def test_warming_compiles_the_usual_variant_ahead_only_for_large_outputs() -> None:

@@ -3,14 +3,16 @@
 ``tensors.judge_output`` reads each element of a large output about twenty times as separate torch
 operations (float64 copies, differences, comparisons, counts, norms): 40 ns an element on one thread, several
 seconds of the parent's CPU for each verification with outputs of tens of millions of elements.
-``fused_judge_part`` does the same arithmetic in one loop at about 6 ns an element, and ``fused_l2_norms`` the
-norms of ``tensors.fails_l2_bounds`` (the weak check, the constant outputs). The policy's pass handles only
+``fused_judge_part`` does the same arithmetic in one loop at about 6 ns an element, ``fused_l2_norms`` the
+norms of ``tensors.fails_l2_bounds`` (the weak check, the constant outputs), and ``fused_stale_counts`` the
+statefulness probe's counts (``tensors.stale_counts``). The policy's pass handles only
 chunks where the output and both references are finite, and says so: any other chunk goes to the torch
 operations, which know the policy's rules for non-finite values. Where both run, the counts and maxima are the
-same, and the norms the same up to the order of a sum (``tests/verify/test_verify_fused.py``).
+same, and the norms the same up to the order of a sum (``tests/verify/test_verify_fused.py``). The probe's counts
+are the same float64 comparisons in any order, so they are always the same.
 
 numba is optional: without it (or with ``KA_JUDGE_FUSED=0``) every chunk goes to the torch operations, so the
-eval script still needs only Python and torch. Compiling both passes costs one to three seconds of CPU in
+eval script still needs only Python and torch. Compiling the passes costs one to three seconds of CPU in
 each process, so outputs below ``FUSED_MIN_ELEMENTS`` never use them, and the parent compiles them in the
 background (``warm_fused``) once the references say the outputs are large, while the candidate runs.
 
@@ -25,7 +27,7 @@ import math
 import os
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 FUSED_MIN_ELEMENTS = 1 << 24
 """Outputs smaller than this are judged by the torch operations alone. Compiling took 2.5 s on a loaded 16-core
@@ -36,11 +38,22 @@ FUSED_ENV = "KA_JUDGE_FUSED"
 """``0``: judge every output with the torch operations (for comparisons, or where numba misbehaves)."""
 
 _lock = threading.Lock()
-_compiled: list[tuple[Any, Any] | None] = []
+
+
+class Passes(NamedTuple):
+    """The compiled passes (``numba.njit``): ``policy_pass``, ``l2_pass`` and ``stale_pass``."""
+
+    policy: Any
+    l2: Any
+    stale: Any
+
+
+_compiled: list[Passes | None] = []
 _used_lock = threading.Lock()
-FUSED_USED: dict[str, int] = {"chunks": 0, "elements": 0, "norm_passes": 0}
+FUSED_USED: dict[str, int] = {"chunks": 0, "elements": 0, "norm_passes": 0, "stale_chunks": 0}
 """What the fused passes judged in this process (the parent's report says it under ``judge_fused``): chunks and
-elements through the policy's pass, and passes of the norms. Zero where the torch operations judged everything."""
+elements through the policy's pass, passes of the norms, and chunks of the statefulness probe's counts. Zero where
+the torch operations judged everything."""
 
 
 def _used(**counts: int) -> None:
@@ -60,9 +73,9 @@ def fused_enabled(elements: int, env: dict[str, str] | os._Environ[str] = os.env
     return elements >= FUSED_MIN_ELEMENTS and env.get(FUSED_ENV, "1") != "0" and fused_kernels() is not None
 
 
-def fused_kernels() -> tuple[Any, Any] | None:
-    """(``policy_pass``, ``l2_pass``) under ``numba.njit``, or None without numba. Each is compiled for a dtype
-    combination at its first call with it (``warm_fused`` does the usual one ahead)."""
+def fused_kernels() -> Passes | None:
+    """The passes under ``numba.njit``, or None without numba. Each is compiled for a dtype combination at its
+    first call with it (``warm_fused`` does the usual one ahead)."""
     with _lock:
         if not _compiled:
             try:
@@ -72,12 +85,13 @@ def fused_kernels() -> tuple[Any, Any] | None:
                 _compiled.append(None)
             else:
                 jit = numba.njit(nogil=True, cache=False)
-                _compiled.append((jit(policy_pass(numpy.float64)), jit(l2_pass(numpy.float64))))
+                _compiled.append(Passes(jit(policy_pass(numpy.float64)), jit(l2_pass(numpy.float64)),
+                                        jit(stale_pass(numpy.float64))))
         return _compiled[0]
 
 
 def warm_fused(elements: int) -> threading.Thread | None:
-    """Compile both passes in a background thread for float32 outputs against float64 and float32 references,
+    """Compile the passes in a background thread for float32 outputs against float64 and float32 references,
     if an output of ``elements`` elements will use them; the thread, or None when nothing is compiled.
 
     Example:
@@ -92,8 +106,8 @@ def warm_fused(elements: int) -> threading.Thread | None:
 
 
 def compile_fused(env: dict[str, str] | os._Environ[str] = os.environ) -> bool:
-    """Compile both passes for float32 outputs against float64 and float32 references, here and now; whether
-    they are (False without numba or with ``KA_JUDGE_FUSED=0``). A compiled pass is not compiled again.
+    """Compile the passes for float32 outputs against float64 and float32 references (the probe's for float32
+    outputs and references), here and now; whether they are (False without numba or with ``KA_JUDGE_FUSED=0``). A compiled pass is not compiled again.
 
     Example:
         >>> compile_fused({"KA_JUDGE_FUSED": "0"})
@@ -107,9 +121,10 @@ def compile_fused(env: dict[str, str] | os._Environ[str] = os.environ) -> bool:
     import numpy
 
     o, r, r32 = numpy.zeros(1, numpy.float32), numpy.zeros(1, numpy.float64), numpy.zeros(1, numpy.float32)
-    kernels[0](o, r, r32, True, 0.0, 0.0, 1.0, 1)
+    kernels.policy(o, r, r32, True, 0.0, 0.0, 1.0, 1)
     values = numpy.zeros(1, numpy.float64)
-    kernels[1](o, True, values, values.copy(), r, r32, True)
+    kernels.l2(o, True, values, values.copy(), r, r32, True)
+    kernels.stale(o, r32, o, 0.0)
     return True
 
 
@@ -125,7 +140,7 @@ def fused_judge_part(out: Any, ref64: Any, ref32: Any | None, policy: dict[str, 
         return None
     o, r = _array(out, torch), _array(ref64, torch)
     has32 = ref32 is not None
-    special, mismatches, outside, ss_r, ss_d, ss_32, max_abs, max_rel, ref_absmax = kernels[0](
+    special, mismatches, outside, ss_r, ss_d, ss_32, max_abs, max_rel, ref_absmax = kernels.policy(
         o, r, _array(ref32, torch) if has32 else _empty(), has32, float(policy["atol"]), float(policy["rtol"]),
         float(policy["fp32_factor"]), int(policy["fp32_block"]))
     if special:
@@ -158,14 +173,32 @@ def fused_l2_norms(outs: list[Any], ref64: Any, ref32: Any | None, torch: Any) -
     diffs = [math.nan] * len(outs)
     values = numpy.array([outs[k] for k in numbers], dtype=numpy.float64)
     sums = numpy.zeros(len(numbers), dtype=numpy.float64)
-    ss_r, ss_32, _ = kernels[1](_empty(), False, values, sums, r, r32, has32)
+    ss_r, ss_32, _ = kernels.l2(_empty(), False, values, sums, r, r32, has32)
     for k, total in zip(numbers, sums.tolist(), strict=True):
         diffs[k] = math.sqrt(total)
     no_values = numpy.empty(0, dtype=numpy.float64)
     for k in tensors:
-        diffs[k] = math.sqrt(kernels[1](_array(outs[k], torch), True, no_values, no_values, r, r32, False)[2])
+        diffs[k] = math.sqrt(kernels.l2(_array(outs[k], torch), True, no_values, no_values, r, r32, False)[2])
     _used(norm_passes=1 + len(tensors))
     return math.sqrt(ss_r), math.sqrt(ss_32), diffs
+
+
+def fused_stale_counts(y2: Any, r1: Any, r2: Any, threshold: float, torch: Any) -> tuple[int, int] | None:
+    """``tensors.stale_counts``'s (moved, stale) on one flat CPU chunk of each tensor, for the probe's
+    ``threshold``; None without numba.
+
+    Example:
+        >>> import torch
+        >>> r1, r2 = torch.tensor([1.0, 2.0, 3.0]), torch.tensor([1.0, 5.0, 3.0])
+        >>> fused_stale_counts(r1, r1, r2, 0.03, torch) in (None, (1, 1))
+        True
+    """
+    kernels = fused_kernels()
+    if kernels is None:
+        return None
+    moved, stale = kernels.stale(_array(r1, torch), _array(r2, torch), _array(y2, torch), float(threshold))
+    _used(stale_chunks=1)
+    return int(moved), int(stale)
 
 
 def _empty() -> Any:
@@ -303,5 +336,34 @@ def l2_pass(f64: Any) -> Callable[..., tuple[float, float, float]]:
             ss_32 += block_32
             ss_o += block_o
         return ss_r, ss_32, ss_o
+
+    return run
+
+
+def stale_pass(f64: Any) -> Callable[..., tuple[int, int]]:
+    """The statefulness probe's pass, reading every element as ``f64`` (see ``policy_pass``).
+
+    It maps ``(a, b, y, threshold)`` (the references for X and for X', the candidate's output for X') to
+    (moved, stale): an element moved when |b - a| is finite and above ``threshold``, and is stale when |y - b| is
+    not at most half that move (a NaN output is stale), as ``tensors.stale_counts``'s torch operations count them.
+
+    Example:
+        >>> import numpy
+        >>> a, b = numpy.array([1.0, 2.0, 3.0]), numpy.array([1.0, 5.0, numpy.inf])
+        >>> stale_pass(numpy.float64)(a, b, a, 0.03), stale_pass(numpy.float64)(a, b, b, 0.03)
+        ((1, 1), (1, 0))
+    """
+
+    def run(a: Any, b: Any, y: Any, threshold: float) -> tuple[int, int]:
+        moved = 0
+        stale = 0
+        for i in range(b.shape[0]):
+            b_i = f64(b[i])
+            move = abs(b_i - f64(a[i]))
+            if math.isfinite(move) and move > threshold:
+                moved += 1
+                if not abs(f64(y[i]) - b_i) <= 0.5 * move:
+                    stale += 1
+        return moved, stale
 
     return run

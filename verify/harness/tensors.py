@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from verify.harness.fused import fused_enabled, fused_judge_part, fused_l2_norms
+from verify.harness.fused import fused_enabled, fused_judge_part, fused_l2_norms, fused_stale_counts
 
 T = TypeVar("T")
 
@@ -556,6 +556,8 @@ def stale_counts(y2: Any, r1: Any, r2: Any) -> tuple[int, int]:
     An element moved when |r2 - r1| exceeds 1e-2 of r1's largest finite magnitude (plus 1e-6); it is stale when
     ``y2`` is not within half that move of r2. Judged chunk by chunk in float64 (``judge_chunk``), so the
     temporaries stay small: on a 660M-element output the whole-tensor version grew the host's memory by about 30 GiB.
+    On the CPU, the chunks of an output of ``FUSED_MIN_ELEMENTS`` or more are counted by ``fused_stale_counts`` (one
+    compiled pass) where numba is installed, with the same counts.
 
     Example:
         >>> import torch
@@ -575,7 +577,13 @@ def stale_counts(y2: Any, r1: Any, r2: Any) -> tuple[int, int]:
 
     threshold = 1e-2 * max(_map_chunks(largest, n, step, f1)) + 1e-6
 
+    fused = not any(_on_gpu(t) for t in (f1, f2, fy)) and fused_enabled(n)
+
     def counts(i: int) -> tuple[int, int]:
+        if fused:
+            found = fused_stale_counts(fy[i:i + step], f1[i:i + step], f2[i:i + step], threshold, torch)
+            if found is not None:
+                return found
         a, b, y = (t[i:i + step].to(torch.float64) for t in (f1, f2, fy))
         move = (b - a).abs()
         affected = torch.isfinite(move) & (move > threshold)
