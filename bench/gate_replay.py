@@ -9,16 +9,17 @@ work with nothing to wait for) the bound no schedule can beat.
     python bench/gate_replay.py OUT                      # table: every policy, slots and seats as the pass had them
     python bench/gate_replay.py OUT1 OUT2 --seats 8 --json   # last line: JSON
     python bench/gate_replay.py OUT --policies writer-first,fill-guess --fill-factor 3
+    python bench/gate_replay.py OUT --order longest-first   # the kernels started longest chain first (a bound)
 
 ``OUT`` is a ``bench/verify_batch.py --out`` folder (its ``reports-cold.jsonl``, or ``reports-warm.jsonl`` with
 ``--warm``, and ``summary.json`` for the slots and seats) or a reports file itself. Reports need harness 1.35's
 pieces with their starts (``gate.pieces``); a pass where any report lacks them is listed and not replayed.
 
 JSON keys: ``inputs``, one per ``OUT``: ``path``, ``kernels``, ``replayable`` (whether every report could be
-replayed), ``slots``, ``seats``, ``measured`` (``pass_s``, ``kernels_per_min``, ``seat_s``, ``stood_back_s``: the pass
+replayed), ``slots``, ``seats``, ``order`` (``--order``: the order the replays took the kernels in), ``measured`` (``pass_s``, ``kernels_per_min``, ``seat_s``, ``stood_back_s``: the pass
 as it ran, its seats held and its children's standing back at yield points, in seconds), ``longest_chain`` (``[kernel, seconds]``), ``replays`` (policy -> ``pass_s``, ``kernels_per_min``,
 ``stood_back_s``, ``finished``) and ``writer_first_error`` (the ``writer-first`` replay's pass against the
-measured one, as a fraction: negative when the replay is shorter).
+measured one, as a fraction: negative when the replay is shorter; null in another order than ``as-run``).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from verify.batch.replay import POLICIES, measured, replay_all  # noqa: E402
+from verify.batch.replay import ORDERS, POLICIES, measured, replay_all  # noqa: E402
 
 
 def read_reports(path: Path, warm: bool) -> tuple[list[tuple[str, dict[str, Any]]], dict[str, Any]]:
@@ -56,27 +57,28 @@ def read_reports(path: Path, warm: bool) -> tuple[list[tuple[str, dict[str, Any]
 
 
 def replay_pass(path: Path, *, policies: list[str], slots: int | None, seats: int | None, fill_factor: float,
-                warm: bool = False) -> dict[str, Any]:
+                warm: bool = False, order: str = "as-run") -> dict[str, Any]:
     """One pass, measured and replayed under each of ``policies`` (the JSON of one input)."""
     reports, summary = read_reports(path, warm)
     slots = slots or int(summary.get("slots_per_gpu") or len(reports) or 1)
     seats = seats or int(summary.get("gpu_seats") or slots)
-    done = replay_all(reports, slots=slots, seats=seats, policies=policies, fill_factor=fill_factor)
+    done = replay_all(reports, slots=slots, seats=seats, policies=policies, fill_factor=fill_factor, order=order)
     result: dict[str, Any] = {"path": str(path), "kernels": len(reports), "replayable": bool(done), "slots": slots,
-                              "seats": seats, "measured": measured(reports),
+                              "seats": seats, "order": order, "measured": measured(reports),
                               "longest_chain": done.get("longest_chain"), "replays": {}, "writer_first_error": None}
     for policy, run in done.get("replays", {}).items():
         result["replays"][policy] = {"pass_s": round(run.pass_s, 3), "kernels_per_min": round(run.kernels_per_min, 3),
                                      "stood_back_s": run.stood_back_s, "finished": len(run.finish_s)}
     first = result["replays"].get("writer-first")
-    if first and result["measured"]["pass_s"]:
+    if first and result["measured"]["pass_s"] and order == "as-run":
         result["writer_first_error"] = round(first["pass_s"] / result["measured"]["pass_s"] - 1.0, 4)
     return result
 
 
 def print_table(result: dict[str, Any]) -> None:
     """One pass's rows: measured, then each policy."""
-    print(f"\n{result['path']}: {result['kernels']} kernels, {result['slots']} slots, {result['seats']} seats")
+    print(f"\n{result['path']}: {result['kernels']} kernels, {result['slots']} slots, {result['seats']} seats, "
+          f"replayed {result['order']} ({ORDERS[result['order']]})")
     if not result["replayable"]:
         print("  not replayable: some reports have no gate.pieces with starts (harness 1.35 and later have them)")
         return
@@ -104,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fill-factor", type=float, default=2.0,
                         help="fill-guess goes on when its last piece was no longer than this x the longest running "
                              "piece's time so far (default 2)")
+    parser.add_argument("--order", choices=list(ORDERS), default="as-run",
+                        help="the order the replays start the kernels in: " + "; ".join(
+                            f"{name}: {what}" for name, what in ORDERS.items()) + " (default as-run)")
     parser.add_argument("--warm", action="store_true", help="replay the pass with builds cached (reports-warm.jsonl)")
     parser.add_argument("--json", action="store_true", help="end with one JSON line")
     args = parser.parse_args(argv)
@@ -112,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown policies {', '.join(unknown)}; known: {', '.join(POLICIES)}")
     results = [replay_pass(path, policies=policies, slots=args.slots, seats=args.seats,
-                           fill_factor=args.fill_factor, warm=args.warm) for path in args.passes]
+                           fill_factor=args.fill_factor, warm=args.warm, order=args.order) for path in args.passes]
     for result in results:
         print_table(result)
     if args.json:

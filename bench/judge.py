@@ -14,11 +14,16 @@ parent does, with its chunks spread over ``KA_JUDGE_WORKERS`` threads (``verify.
     python bench/judge.py                         # table: 3 trials of 33.5M elements
     python bench/judge.py --elements 4194304 --trials 9 --json   # last line: JSON
     python bench/judge.py --elements 268435456 --trials 1 --workers 1,4,8,12 --no-unfused   # threads' scaling
+    python bench/judge.py --elements 67108864 --nondeterministic --no-unfused   # calls that differ, as atomics make them
+
+With ``--nondeterministic`` the second and third calls of each trial differ from the first in the last bit of every
+97th element, as a kernel with atomics gives: the stale-memory and launch-error checks then judge every call, and the
+first calls a second time (each first call is judged once, ``verify.harness.judge.Judgements``).
 
 The outputs are judged with the fused passes where numba is installed and they are large enough
 (``verify.harness.fused``), then again with the torch operations alone (``KA_JUDGE_FUSED=0``).
 
-JSON keys: ``elements``, ``trials``, ``threads``, ``workers``, ``fused`` (whether the fused passes ran),
+JSON keys: ``elements``, ``trials``, ``nondeterministic``, ``threads``, ``workers``, ``fused`` (whether the fused passes ran),
 ``fused_compile_s`` (compiling them, as the parent does while the candidate runs), ``judge_s`` (the median of
 ``--repeats`` whole judges), ``judge_unfused_s`` (the same with the torch operations alone; null when the fused
 passes did not run), ``judge_output_s``, ``weak_check_s`` (the weak check alone, after the judge as in the
@@ -49,8 +54,11 @@ DATA_CHECKS = ("correctness", "stale-memory", "launch-errors", "weak-check", "de
 """The checks that read the outputs (the rest need messages this synthetic evidence does not carry)."""
 
 
-def evidence(elements: int, trials: int) -> Any:
-    """An honest kernel's evidence: references and identical candidate outputs for ``trials`` trials."""
+def evidence(elements: int, trials: int, nondeterministic: bool = False) -> Any:
+    """An honest kernel's evidence: references and candidate outputs for ``trials`` trials, the three calls of a
+    trial identical, or (``nondeterministic``) the second and third one ulp off on every 97th element."""
+    import math
+
     import torch
 
     from verify.harness.judge import ChildReport, Evidence
@@ -67,7 +75,10 @@ def evidence(elements: int, trials: int) -> Any:
         ref32 = torch.nn.functional.gelu(x)
         refs[trial["index"]] = {"ref64": [ref64], "ref32": [ref32]}
         for variant in "abc":
-            outputs[(trial["index"], variant)] = [ref32.clone()]
+            out = ref32.clone()
+            if nondeterministic and variant != "a":
+                out[::97] = torch.nextafter(out[::97], torch.tensor(math.inf))
+            outputs[(trial["index"], variant)] = [out]
             messages.append({"kind": "trial", "index": trial["index"], "variant": variant})
     # The statefulness probe: the first trial's inputs (the generator's first draw) with every 4096th element changed.
     x = torch.randn(elements, generator=torch.Generator().manual_seed(0))
@@ -124,7 +135,7 @@ class ResidentPeak:
 
 
 def measure(elements: int, trials: int, repeats: int = 1, workers: list[int] | None = None,
-            unfused: bool = True) -> dict[str, Any]:
+            unfused: bool = True, nondeterministic: bool = False) -> dict[str, Any]:
     """Build the evidence, compile the fused passes (where numba is installed and the outputs are large enough),
     then time the whole judge (the median of ``repeats``) with them and (with ``unfused``) without, one output's
     policy and the weak check, and the whole judge again on each of ``workers`` chunk threads."""
@@ -140,7 +151,7 @@ def measure(elements: int, trials: int, repeats: int = 1, workers: list[int] | N
 
     threads = int(os.environ.get("KA_JUDGE_THREADS", JUDGE_THREADS))
     torch.set_num_threads(threads)
-    ev = evidence(elements, trials)
+    ev = evidence(elements, trials, nondeterministic)
     started = time.perf_counter()
     warming = warm_fused(elements)
     fused = warming is not None
@@ -179,7 +190,7 @@ def measure(elements: int, trials: int, repeats: int = 1, workers: list[int] | N
     if fused and unfused:
         with mock.patch.dict(os.environ, {FUSED_ENV: "0"}):
             unfused_s, unfused_checks = whole_judges()
-    return {"elements": elements, "trials": trials, "threads": threads, "workers": judge_workers(),
+    return {"elements": elements, "trials": trials, "nondeterministic": nondeterministic, "threads": threads, "workers": judge_workers(),
             "fused": fused, "fused_compile_s": None if compile_s is None else round(compile_s, 3),
             "judge_s": round(judge_s, 3), "judge_unfused_s": None if unfused_s is None else round(unfused_s, 3),
             "judge_output_s": round(judge_output_s, 3), "judge_s_by_workers": by_workers,
@@ -199,10 +210,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="comma-separated chunk-thread counts to time the whole judge on again (KA_JUDGE_WORKERS)")
     parser.add_argument("--no-unfused", action="store_true",
                         help="skip the whole judge with the torch operations alone (slow on large outputs)")
+    parser.add_argument("--nondeterministic", action="store_true",
+                        help="a trial's second and third calls differ from its first in their last bits (atomics)")
     parser.add_argument("--json", action="store_true", help="end with one JSON line")
     args = parser.parse_args(argv)
-    result = measure(args.elements, args.trials, args.repeats, args.workers, not args.no_unfused)
+    result = measure(args.elements, args.trials, args.repeats, args.workers, not args.no_unfused,
+                     args.nondeterministic)
     rows = [("elements per output", f"{result['elements']:,}"), ("trials (3 calls each)", str(result["trials"])),
+            ("the three calls", "differ in their last bits" if result["nondeterministic"] else "identical"),
             ("judge threads", str(result["threads"])), ("chunk workers", str(result["workers"])),
             ("fused passes", f"yes, compiled in {result['fused_compile_s']:.2f} s" if result["fused"] else "no"),
             ("whole judge", f"{result['judge_s']:.2f} s"),

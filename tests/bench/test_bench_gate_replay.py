@@ -15,7 +15,7 @@ sys.path.insert(0, str(REPO / "tests" / "verify"))
 
 from replay_testing import shared_report  # noqa: E402
 
-from verify.batch.replay import POLICIES  # noqa: E402
+from verify.batch.replay import ORDERS, POLICIES  # noqa: E402
 
 BENCH = REPO / "bench" / "gate_replay.py"
 
@@ -49,6 +49,18 @@ def test_the_benchmark_replays_a_pass_under_every_policy(tmp_path):
     assert "writer-first" in done.stdout and "the longest kernel's own chain: a" in done.stdout
 
 
+def test_the_benchmark_replays_the_kernels_in_another_order(tmp_path):
+    short = shared_report() | {"harness_seconds": 12.0, "timeline_origin": 100.0}
+    long = shared_report() | {"timeline_origin": 103.0}
+    out = write_pass(tmp_path / "out", [("short", short), ("long", long)], {"slots_per_gpu": 1, "gpu_seats": 1})
+    as_run, first = (json.loads(bench(str(out), "--json", *extra).stdout.strip().splitlines()[-1])["inputs"][0]
+                     for extra in ((), ("--order", "longest-first")))
+    assert (as_run["order"], first["order"]) == ("as-run", "longest-first")
+    assert as_run["writer_first_error"] is not None and first["writer_first_error"] is None
+    assert first["replays"]["writer-first"]["pass_s"] == pytest.approx(as_run["replays"]["writer-first"]["pass_s"])
+    assert bench(str(out), "--order", "random").returncode == 2
+
+
 def test_the_benchmark_names_what_it_cannot_replay(tmp_path):
     old = shared_report()
     old["gate"]["pieces"] = {"run": [[1.5, "trial"]]}
@@ -68,5 +80,5 @@ def test_the_benchmark_names_what_it_cannot_replay(tmp_path):
 def test_the_docs_name_every_policy():
     docs = (REPO / "docs" / "verify-batch.md").read_text()
     assert "bench/gate_replay.py" in docs
-    for name in POLICIES:
+    for name in (*POLICIES, *ORDERS):
         assert f"`{name}`" in docs, name

@@ -18,7 +18,7 @@ def test_the_judge_bench_judges_honest_outputs_as_correct() -> None:
     done = subprocess.run([sys.executable, str(BENCH), "--elements", "70000", "--trials", "2", "--repeats", "2", "--json"],
                           capture_output=True, text=True, timeout=300, check=True)
     result = json.loads(done.stdout.strip().splitlines()[-1])
-    assert set(result) == {"elements", "trials", "threads", "workers", "fused", "fused_compile_s", "judge_s",
+    assert set(result) == {"elements", "trials", "nondeterministic", "threads", "workers", "fused", "fused_compile_s", "judge_s",
                            "judge_unfused_s", "judge_output_s", "judge_s_by_workers", "weak_check_s",
                            "held_bytes_per_element",
                            "peak_growth_bytes_per_element", "verdicts", "same_verdicts"}
@@ -29,6 +29,17 @@ def test_the_judge_bench_judges_honest_outputs_as_correct() -> None:
     assert result["same_verdicts"] is True and result["judge_s_by_workers"] == {}
     assert "whole judge" in done.stdout and "weak check" in done.stdout and "fused passes" in done.stdout
     assert "most the judge added to it" in done.stdout
+
+
+def test_the_judge_bench_judges_nondeterministic_calls_as_correct_and_not_stale() -> None:
+    done = subprocess.run([sys.executable, str(BENCH), "--elements", "70000", "--trials", "2", "--nondeterministic",
+                           "--no-unfused", "--json"], capture_output=True, text=True, timeout=300, check=True)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["nondeterministic"] is True and set(result["verdicts"].values()) == {"pass"}, result["verdicts"]
+    assert "differ in their last bits" in done.stdout
+    ev = load_script("bench/judge.py", "bench_judge").evidence(1000, 2, nondeterministic=True)
+    a, b = ev.outputs[(0, "a")][0], ev.outputs[(0, "b")][0]
+    assert int((a != b).sum()) == len(range(0, 1000, 97)) and float((a - b).abs().max()) < 1e-6
 
 
 def test_the_judge_bench_times_the_judge_on_each_count_of_chunk_threads_asked_for() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from replay_testing import shared_report
 
-from verify.batch.replay import KernelPlan, Step, measured, plan_from_report, replay
+from verify.batch.replay import KernelPlan, Step, measured, ordered, plan_from_report, replay
 
 
 def plan(key: str, *steps: tuple[str, float], ready: float = 0.0, after: float = 0.0, start: float | None = None):
@@ -82,6 +82,18 @@ def test_work_without_the_gpu_holds_its_seat_and_lets_others_share():
 def test_kernels_take_slots_in_the_order_they_started():
     plans = [plan("late", ("shared", 1.0), start=5.0), plan("early", ("shared", 2.0), start=1.0)]
     assert replay(plans, slots=1, seats=1).finish_s == {"early": 2.0, "late": 3.0}
+
+
+def test_kernels_can_be_replayed_in_the_order_of_their_own_chains():
+    plans = [plan("short", ("shared", 1.0), start=1.0), plan("long", ("shared", 4.0), start=2.0),
+             plan("mid", ("shared", 2.0), start=3.0), plan("mid-later", ("shared", 2.0), start=4.0)]
+    assert [p.key for p in ordered(plans)] == ["short", "long", "mid", "mid-later"]
+    assert [p.key for p in ordered(plans, "longest-first")] == ["long", "mid", "mid-later", "short"]
+    assert [p.key for p in ordered(plans, "shortest-first")] == ["short", "mid", "mid-later", "long"]
+    assert replay(ordered(plans, "longest-first"), slots=1, seats=1).finish_s == {
+        "long": 4.0, "mid": 6.0, "mid-later": 8.0, "short": 9.0}
+    with pytest.raises(ValueError, match="unknown order 'random'"):
+        ordered(plans, "random")
 
 
 def test_an_unknown_policy_or_no_seat_is_refused():

@@ -694,6 +694,77 @@ def test_a_poison_that_reaches_the_outputs_still_fails() -> None:
     assert checks["stale-memory"]["verdict"] == "pass" and checks["launch-errors"]["verdict"] == "fail"
 
 
+def _nondeterministic(ev: Evidence, wrong_first: bool = False) -> Evidence:
+    """Every trial's three calls differ in their last bits (atomics); with ``wrong_first`` every first call is off."""
+    for t in TRIALS:
+        a = ev.outputs[(t["index"], "a")][0]
+        if wrong_first:
+            ev.outputs[(t["index"], "a")] = [a * 1.5]
+        for variant, bump in (("b", 1e-7), ("c", -1e-7)):
+            ev.outputs[(t["index"], variant)] = [a + bump]
+    return ev
+
+
+def _judged_outputs(monkeypatch: pytest.MonkeyPatch, ev: Evidence, keep: bool) -> tuple[dict[str, Any], list[int]]:
+    """The verdicts of ``judge(ev)`` and the ids of the outputs the correctness policy judged, with the evidence's
+    judgements kept (``keep``) or each asked afresh."""
+    from verify.harness import judge as judge_module
+
+    judged: list[int] = []
+    real = judge_module.judge_output
+
+    def counted(out: Any, *args: Any) -> dict[str, Any]:
+        judged.append(id(out))
+        return real(out, *args)
+
+    monkeypatch.setattr(judge_module, "judge_output", counted)
+    if not keep:
+        monkeypatch.setattr(judge_module.Judgements, "judge", lambda _, *args: counted(*args))
+    checks, _ = judge(ev)
+    monkeypatch.undo()
+    return {name: c["verdict"] for name, c in checks.items()}, judged
+
+
+@pytest.mark.parametrize("wrong_first", [False, True])
+def test_a_first_call_already_judged_is_not_judged_again_and_the_verdicts_stay(
+        monkeypatch: pytest.MonkeyPatch, wrong_first: bool) -> None:
+    ev = _with_state_probe(_nondeterministic(honest(), wrong_first), stale=False)
+    again, judged_again = _judged_outputs(monkeypatch, ev, keep=False)
+    ev = _with_state_probe(_nondeterministic(honest(), wrong_first), stale=False)
+    kept, judged_once = _judged_outputs(monkeypatch, ev, keep=True)
+    assert kept == again
+    firsts = {id(ev.outputs[(t["index"], "a")][0]) for t in TRIALS}
+    # Each first call: its statistics, then stale memory and launch errors asked about it again.
+    assert sorted(judged_once) == sorted(set(judged_once)) and firsts <= set(judged_once)
+    assert len(judged_again) - len(judged_once) == 2 * len(TRIALS)
+    assert ev.judgements.reused == 2 * len(TRIALS)
+    assert kept["stale-memory"] == kept["launch-errors"] == ("pass" if not wrong_first else "fail")
+    # A second judge of the same evidence, changed in place in between, judges afresh.
+    for t in TRIALS:
+        ev.outputs[(t["index"], "b")][0].mul_(3.0)
+    assert judge(ev)[0]["stale-memory"]["verdict"] == "fail" and ev.judgements.reused == 2 * len(TRIALS)
+
+
+def test_judgements_answer_again_only_for_the_same_tensors_and_policy() -> None:
+    from verify.harness.judge import TOLERANCE, Judgements
+
+    judgements, ref = Judgements(), torch.ones(8, dtype=torch.float64)
+    right, wrong = torch.ones(8), torch.full((8,), 2.0)
+    loose = dict(TOLERANCE) | {"atol": 10.0, "max_rel_l2": 2.0}
+    assert judgements.judge(right, ref, None, dict(TOLERANCE))["passed"]
+    assert not judgements.judge(wrong, ref, None, dict(TOLERANCE))["passed"]
+    assert judgements.judge(wrong, ref, None, loose)["passed"] and judgements.reused == 0
+    judgements.judge(wrong, ref.clone(), None, loose), judgements.judge(wrong.clone(), ref, None, loose)
+    assert judgements.reused == 0
+    # The fp32 reference's own error is the policy's second bound: another fp32 reference, another answer.
+    tiny, ref32, out = torch.tensor([1e-4, 2.0], dtype=torch.float64), torch.tensor([0.05, 2.0]), torch.tensor([0.1, 2.0])
+    assert judgements.judge(out, tiny, ref32, dict(TOLERANCE))["passed"]
+    assert not judgements.judge(out, tiny, None, dict(TOLERANCE))["passed"] and judgements.reused == 0
+    answer = judgements.judge(wrong, ref, None, dict(loose))
+    answer["passed"] = False
+    assert judgements.reused == 1 and judgements.judge(wrong, ref, None, loose)["passed"] and judgements.reused == 2
+
+
 def test_a_kernel_wrong_on_every_trial_is_not_called_a_cache() -> None:
     ev = _with_state_probe(honest(), stale=True)
     for t in TRIALS:

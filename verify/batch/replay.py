@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from verify.batch.stats import _at, gate_end, ready_at, stood_back_s
@@ -60,6 +60,14 @@ POLICIES: dict[str, Policy] = {p.name: p for p in (
     Policy("no-gate", "timed work shares the GPU too: the bound with no gate at all", knows_the_future=True,
            gate=False),
 )}
+
+
+ORDERS: dict[str, str] = {
+    "as-run": "the order the batch took the kernels in (each report's start)",
+    "longest-first": "each kernel's own chain, longest first: an order no batch knows ahead (a bound)",
+    "shortest-first": "each kernel's own chain, shortest first",
+}
+"""The orders ``replay_all`` can take the kernels in (``ordered``)."""
 
 
 @dataclass(frozen=True)
@@ -349,10 +357,29 @@ def replay(plans: Sequence[KernelPlan], *, slots: int, seats: int, policy: str =
     return Replay(policy, slots, seats, finish, round(gate.stood, 3))
 
 
+def ordered(plans: Sequence[KernelPlan], order: str = "as-run") -> list[KernelPlan]:
+    """``plans`` renumbered to start in ``order`` (one of ``ORDERS``); ties keep the order they started in.
+
+    Example:
+        >>> a, b = KernelPlan("a", 0.0, 1.0, (), 0.0), KernelPlan("b", 1.0, 5.0, (), 0.0)
+        >>> [(p.key, p.start) for p in ordered([a, b], "longest-first")]
+        [('b', 0.0), ('a', 1.0)]
+    """
+    if order not in ORDERS:
+        raise ValueError(f"unknown order {order!r}; one of {', '.join(ORDERS)}")
+    started = sorted(plans, key=lambda p: p.start)
+    if order == "as-run":
+        return started
+    by_chain = sorted(started, key=lambda p: -p.chain_s if order == "longest-first" else p.chain_s)
+    return [replace(p, start=float(i)) for i, p in enumerate(by_chain)]
+
+
 def replay_all(reports: Sequence[tuple[str, dict[str, Any]]], *, slots: int, seats: int,
-               policies: Sequence[str] = tuple(POLICIES), fill_factor: float = 2.0) -> dict[str, Any]:
-    """One GPU's pass replayed under each of ``policies``: ``{"replays": {policy: Replay}, "longest_chain": [key,
-    seconds]}``, or ``{}`` when any report cannot be replayed (``plan_from_report``).
+               policies: Sequence[str] = tuple(POLICIES), fill_factor: float = 2.0,
+               order: str = "as-run") -> dict[str, Any]:
+    """One GPU's pass replayed under each of ``policies``, its kernels taken in ``order`` (``ORDERS``): ``{"replays":
+    {policy: Replay}, "longest_chain": [key, seconds]}``, or ``{}`` when any report cannot be replayed
+    (``plan_from_report``).
 
     Example:
         >>> report = {"harness_seconds": 3.0, "timeline_origin": 10.0, "batch": {"seconds": 3.0},
@@ -365,6 +392,7 @@ def replay_all(reports: Sequence[tuple[str, dict[str, Any]]], *, slots: int, sea
     whole = [p for p in plans if p is not None]
     if not whole or len(whole) < len(plans):
         return {}
+    whole = ordered(whole, order)
     longest = max(whole, key=lambda p: p.chain_s)
     return {"replays": {policy: replay(whole, slots=slots, seats=seats, policy=policy, fill_factor=fill_factor)
                         for policy in policies},
