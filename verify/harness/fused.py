@@ -107,7 +107,8 @@ def warm_fused(elements: int) -> threading.Thread | None:
 
 def compile_fused(env: dict[str, str] | os._Environ[str] = os.environ) -> bool:
     """Compile the passes for float32 outputs against float64 and float32 references (the probe's for float32
-    outputs and references), here and now; whether they are (False without numba or with ``KA_JUDGE_FUSED=0``). A compiled pass is not compiled again.
+    outputs and references), here and now; whether they are (False without numba or with ``KA_JUDGE_FUSED=0``). A
+    compiled pass is not compiled again.
 
     Example:
         >>> compile_fused({"KA_JUDGE_FUSED": "0"})

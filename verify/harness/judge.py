@@ -171,8 +171,9 @@ class Judgements:
     contents. Checks that ask again about an output already judged against the same reference (stale memory and
     launch errors ask about each deep trial's first call, whose statistics the trial already took) read the first
     answer instead of judging every element again: three full passes over level 2 task 34's 1.07 billion elements
-    became one (and their L2 passes none, ``_passes``). It keeps what it compared, so no id it holds can be reused by another tensor; only the evidence's
-    own tensors go through it (never a temporary, such as a constant output built to be judged once).
+    became one (and their L2 passes none, ``_passes``). It keeps what it compared, so no id it holds can be reused
+    by another tensor; only the evidence's own tensors go through it (never a temporary, such as a constant output
+    built to be judged once).
 
     Example:
         >>> import torch
