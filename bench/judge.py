@@ -27,7 +27,8 @@ JSON keys: ``elements``, ``trials``, ``nondeterministic``, ``threads``, ``worker
 ``fused_compile_s`` (compiling them, as the parent does while the candidate runs), ``judge_s`` (the median of
 ``--repeats`` whole judges), ``judge_unfused_s`` (the same with the torch operations alone; null when the fused
 passes did not run), ``judge_output_s``, ``weak_check_s`` (the weak check alone, after the judge as in the
-parent), ``judge_s_by_workers`` (with ``--workers``: the whole judge's median with ``KA_JUDGE_WORKERS`` set to each count),
+parent), ``check_s`` (one more whole judge, check by check in the judge's own order: ``trial statistics`` first,
+then each of ``verify.harness.judge.CHECK_FUNCTIONS``, seconds each; what to make faster first), ``judge_s_by_workers`` (with ``--workers``: the whole judge's median with ``KA_JUDGE_WORKERS`` set to each count),
 ``held_bytes_per_element`` (the process's resident memory with the evidence built, per output element),
 ``peak_growth_bytes_per_element`` (the most the timed whole judges raised it, per output element), ``verdicts``
 (the checks that read outputs -> verdict: all ``pass`` for this honest evidence), ``same_verdicts`` (the same
@@ -97,6 +98,31 @@ def evidence(elements: int, trials: int, nondeterministic: bool = False) -> Any:
         {"kind": "timing", "which": "eager", "result": timed}, {"kind": "done"}])
     return Evidence(form="model-new", kernel_code="", static=[], trials=plan, trusted=trusted, run=run, refs=refs,
                     outputs=outputs, state_probe=probe)
+
+
+def check_seconds(ev: Any) -> dict[str, float]:
+    """One whole judge of ``ev``, timed check by check in the judge's order (each check reads what the ones before it
+    judged, as in ``verify.harness.judge.judge``): seconds by name, ``trial statistics`` first.
+
+    Example:
+        >>> list(check_seconds(evidence(1000, 1)))[:2]
+        ['trial statistics', 'compiles']
+    """
+    from verify.harness.judge import CHECK_FUNCTIONS, Judgements, _guarded, compute_trial_stats, speed_summary
+
+    ev.judgements = Judgements()
+    started = time.perf_counter()
+    ev.trial_stats = compute_trial_stats(ev)
+    seconds = {"trial statistics": time.perf_counter() - started}
+    try:
+        speed = speed_summary(ev)
+    except Exception as error:  # as judge() does: this evidence's timing messages carry fingerprints only
+        speed = {"error": f"{type(error).__name__}: {error}"}
+    for name, function in CHECK_FUNCTIONS:
+        started = time.perf_counter()
+        _guarded(name, function, ev, speed)
+        seconds[name] = time.perf_counter() - started
+    return {name: round(s, 4) for name, s in seconds.items()}
 
 
 class ResidentPeak:
@@ -182,6 +208,7 @@ def measure(elements: int, trials: int, repeats: int = 1, workers: list[int] | N
     started = time.perf_counter()
     check_weak_check(ev)
     weak_check_s = time.perf_counter() - started
+    check_s = check_seconds(ev)
     by_workers = {}
     for count in workers or []:
         with mock.patch.dict(os.environ, {"KA_JUDGE_WORKERS": str(count)}):
@@ -195,6 +222,7 @@ def measure(elements: int, trials: int, repeats: int = 1, workers: list[int] | N
             "judge_s": round(judge_s, 3), "judge_unfused_s": None if unfused_s is None else round(unfused_s, 3),
             "judge_output_s": round(judge_output_s, 3), "judge_s_by_workers": by_workers,
             "weak_check_s": round(weak_check_s, 6),  # under a millisecond on small outputs
+            "check_s": check_s,
             "held_bytes_per_element": round(held / elements, 1),
             "peak_growth_bytes_per_element": round(growth / elements, 1),
             "verdicts": {name: checks[name]["verdict"] for name in DATA_CHECKS},
@@ -227,6 +255,8 @@ def main(argv: list[str] | None = None) -> int:
             *((f"whole judge on {count} chunk threads", f"{seconds:.2f} s")
               for count, seconds in result["judge_s_by_workers"].items()),
             ("weak check", f"{result['weak_check_s']:.2f} s"),
+            *((f"in the judge: {name}", f"{seconds:.2f} s") for name, seconds in
+              sorted(result["check_s"].items(), key=lambda item: -item[1])[:4]),
             ("resident memory with the evidence", f"{result['held_bytes_per_element']:.0f} B an output element"),
             ("most the judge added to it", f"{result['peak_growth_bytes_per_element']:.1f} B an output element"),
             ("correctness verdict", result["verdicts"].get("correctness", "-")),

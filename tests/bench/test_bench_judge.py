@@ -19,7 +19,7 @@ def test_the_judge_bench_judges_honest_outputs_as_correct() -> None:
                           capture_output=True, text=True, timeout=300, check=True)
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert set(result) == {"elements", "trials", "nondeterministic", "threads", "workers", "fused", "fused_compile_s", "judge_s",
-                           "judge_unfused_s", "judge_output_s", "judge_s_by_workers", "weak_check_s",
+                           "judge_unfused_s", "judge_output_s", "judge_s_by_workers", "weak_check_s", "check_s",
                            "held_bytes_per_element",
                            "peak_growth_bytes_per_element", "verdicts", "same_verdicts"}
     assert result["elements"] == 70000 and result["judge_s"] > 0 and result["weak_check_s"] > 0
@@ -29,6 +29,10 @@ def test_the_judge_bench_judges_honest_outputs_as_correct() -> None:
     assert result["same_verdicts"] is True and result["judge_s_by_workers"] == {}
     assert "whole judge" in done.stdout and "weak check" in done.stdout and "fused passes" in done.stdout
     assert "most the judge added to it" in done.stdout
+    from verify.harness.judge import CHECK_FUNCTIONS
+
+    assert list(result["check_s"]) == ["trial statistics", *(name for name, _ in CHECK_FUNCTIONS)]
+    assert all(seconds >= 0 for seconds in result["check_s"].values()) and "in the judge: " in done.stdout
 
 
 def test_the_judge_bench_judges_nondeterministic_calls_as_correct_and_not_stale() -> None:
