@@ -147,6 +147,12 @@ def test_the_l2_norms_of_the_fused_pass_match_torchs() -> None:
     assert math.isclose(diffs[0], float(torch.linalg.vector_norm(0.5 - ref64)), rel_tol=1e-12)
     assert math.isclose(diffs[1], float(torch.linalg.vector_norm(out.float().double() - ref64)), rel_tol=1e-12)
     assert math.isnan(diffs[2])
+    # The first two numbers are summed in registers by block, the rest in memory: every one matches torch's norm.
+    numbers = [0.5, -2.0, 3.0, 0.0]
+    got = fused.fused_l2_norms(numbers, ref64, None, torch)
+    assert got is not None and len(got[2]) == len(numbers)
+    for value, norm in zip(numbers, got[2], strict=True):
+        assert math.isclose(norm, float(torch.linalg.vector_norm(value - ref64)), rel_tol=1e-12), value
     huge = torch.full((10,), 1e200, dtype=torch.float64)
     assert fused.fused_l2_norms([0.0], huge, None, torch)[0] == math.inf == float(torch.linalg.vector_norm(huge))
 

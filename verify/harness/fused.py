@@ -317,10 +317,15 @@ def l2_pass(f64: Any) -> Callable[..., tuple[float, float, float]]:
         ss_o = 0.0
         n = r.shape[0]
         m = values.shape[0]
+        # The first two values (the weak check's zero and mean) are summed in registers by block, like the others.
+        v0 = values[0] if m > 0 else 0.0
+        v1 = values[1] if m > 1 else 0.0
         for start in range(0, n, 64):
             block_r = 0.0
             block_32 = 0.0
             block_o = 0.0
+            block_0 = 0.0
+            block_1 = 0.0
             for i in range(start, min(n, start + 64)):
                 r_i = f64(r[i])
                 block_r += r_i * r_i
@@ -330,12 +335,22 @@ def l2_pass(f64: Any) -> Callable[..., tuple[float, float, float]]:
                 if has_o:
                     d = f64(o[i]) - r_i
                     block_o += d * d
-                for k in range(m):
+                if m > 0:
+                    d = v0 - r_i
+                    block_0 += d * d
+                if m > 1:
+                    d = v1 - r_i
+                    block_1 += d * d
+                for k in range(2, m):
                     v = values[k] - r_i
                     value_sums[k] += v * v
             ss_r += block_r
             ss_32 += block_32
             ss_o += block_o
+            if m > 0:
+                value_sums[0] += block_0
+            if m > 1:
+                value_sums[1] += block_1
         return ss_r, ss_32, ss_o
 
     return run
