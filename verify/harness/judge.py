@@ -379,7 +379,7 @@ def _ref_pair(ref: dict[str, Any]) -> tuple[list[Any], list[Any] | None]:
     return ref["ref32"], None
 
 
-def _all_pass(outs: list[Any], ref: dict[str, Any], policy: dict[str, Any], judgements: Judgements | None = None) -> bool:
+def _all_pass(outs: list[Any], ref: dict[str, Any], policy: dict[str, Any], judgements: Judgements) -> bool:
     r64, r32 = _ref_pair(ref)
     return all(_passes(x, r, policy, r32[k] if r32 is not None else None, judgements)
                for k, (x, r) in enumerate(zip(outs, r64, strict=False)) if x is not None)
