@@ -222,7 +222,8 @@ def _no_traceback(page: Any) -> None:
 
 
 def _column_index(frame: Any, title: str) -> str:
-    """The ``aria-colindex`` of a dataframe column, from the grid's accessible table."""
+    """The ``aria-colindex`` of a dataframe column, from the grid's accessible table, once that column is drawn."""
+    frame.locator('th[role="columnheader"]').filter(has_text=re.compile(rf"^\s*{re.escape(title)}\s*$")).first.wait_for(state="attached")
     headers = frame.locator('th[role="columnheader"]').evaluate_all(
         "els => els.map(e => [e.getAttribute('aria-colindex'), e.textContent.trim()])")
     return next(index for index, text in headers if text == title)

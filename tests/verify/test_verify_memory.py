@@ -149,6 +149,35 @@ def test_a_dead_holders_reservation_is_removed(tmp_path: Path) -> None:
     assert not list(tmp_path.glob("*.reserved"))
 
 
+def test_a_reader_between_a_reservations_creation_and_its_lock_never_removes_it(tmp_path: Path,
+                                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import fcntl
+    import os
+    import types
+
+    from verify.harness import memory
+
+    reader, writer = _ledger(tmp_path, 12), _ledger(tmp_path, 12, large_from=1)
+    seen: list[list[int]] = []
+
+    def flock(fd: int, operation: int) -> None:
+        # A reader outside the folder's lock, the moment before the new entry (not the folder's lock) is locked.
+        if operation == fcntl.LOCK_EX and not os.readlink(f"/proc/self/fd/{fd}").endswith("/.lock") and not seen:
+            monkeypatch.setattr(memory, "fcntl", fcntl)
+            seen.append(reader.others())
+            monkeypatch.setattr(memory, "fcntl", hooked)
+        fcntl.flock(fd, operation)
+
+    hooked = types.SimpleNamespace(flock=flock, LOCK_EX=fcntl.LOCK_EX, LOCK_SH=fcntl.LOCK_SH, LOCK_NB=fcntl.LOCK_NB)
+    monkeypatch.setattr(memory, "fcntl", hooked)
+    writer.plan(BIG[:1], 0, timeout_s=0)
+    monkeypatch.setattr(memory, "fcntl", fcntl)
+    assert seen == [[]], "the reader saw the entry before it was locked"
+    assert writer.reserved > 0 and reader.others() == [writer.reserved], "a reader removed a live entry"
+    writer.release()
+    assert reader.others() == [] and sorted(p.name for p in tmp_path.iterdir()) == [".lock"]
+
+
 def test_without_a_folder_or_a_figure_nothing_is_reserved(tmp_path: Path) -> None:
     alone = MemoryLedger(None, available=lambda: 12 * GIB)
     assert alone.plan(BIG, 0, held_bytes=3 * GIB, timeout_s=0).judged == 3 and alone.reserved == 9 * GIB

@@ -306,10 +306,14 @@ class MemoryLedger:
         self.reserved = nbytes
         if self.folder is None:
             return
-        self._entry = self.folder / f"{os.getpid()}-{next(_ENTRIES)}.reserved"
-        self._fd = os.open(self._entry, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        # Locked and written under a name no reader lists, then renamed: a reader that does not hold the folder's
+        # lock would otherwise take an entry not yet locked for a dead holder's and remove it.
+        name = f"{os.getpid()}-{next(_ENTRIES)}"
+        claim = self.folder / f"{name}.claim"
+        self._fd = os.open(claim, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         fcntl.flock(self._fd, fcntl.LOCK_EX)
         self._write(nbytes)
+        self._entry = claim.rename(self.folder / f"{name}.reserved")
 
     def _write(self, remaining: int) -> None:
         assert self._fd is not None
