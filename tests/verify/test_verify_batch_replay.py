@@ -6,6 +6,7 @@ import pytest
 from replay_testing import shared_report
 
 from verify.batch.replay import KernelPlan, Step, measured, ordered, plan_from_report, replay
+from verify.harness.gate import GATE_FILLS
 
 
 def plan(key: str, *steps: tuple[str, float], ready: float = 0.0, after: float = 0.0, start: float | None = None):
@@ -52,6 +53,17 @@ def test_guessing_uses_the_last_piece_against_how_long_the_others_have_run():
     assert bold.finish_s == {"long": 5.0, "yields": 6.0, "timed": 7.0}
     shy = replay(plans, slots=3, seats=3, policy="fill-guess", fill_factor=0.5)
     assert shy.finish_s == replay(plans, slots=3, seats=3, policy="writer-first").finish_s
+
+
+def test_a_guessing_sharer_goes_on_at_most_gate_fills_yield_points_in_a_row():
+    # Twelve short pieces after a first one, beside a 100 s piece, while a timed series waits from 1 s: the gate's
+    # bound lets eight go on, the ninth stands back until the timed series is done; knowing the future needs none.
+    plans = [plan("many", ("shared", 2.0), *[("shared", 0.1)] * 12), plan("long", ("shared", 100.0)),
+             plan("timed", ("alone", 1.0), ready=1.0)]
+    guessed = replay(plans, slots=3, seats=3, policy="fill-guess", fill_factor=2.0)
+    assert GATE_FILLS == 8 and guessed.finish_s["many"] == pytest.approx(101.0 + 4 * 0.1)
+    assert guessed.stood_back_s == pytest.approx(101.0 - 2.0 - 8 * 0.1)
+    assert replay(plans, slots=3, seats=3, policy="fill").finish_s["many"] == pytest.approx(2.0 + 12 * 0.1)
 
 
 def test_without_a_gate_the_timed_work_shares_the_gpu():

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from verify.batch.stats import _at, gate_end, ready_at, stood_back_s
+from verify.harness.gate import GATE_FILLS
 
 STEP_KINDS: tuple[str, ...] = ("shared", "alone", "off")
 """``shared``: untimed GPU work beside others; ``alone``: timed work, the GPU to itself; ``off``: no GPU (a build)."""
@@ -44,7 +45,7 @@ class Policy:
     fill: str = ""
     """At a yield point while a timed series waits, a sharer goes on with its next piece: ``oracle`` when that
     piece ends before the longest running one; ``guess`` when its last piece was no longer than ``fill_factor`` x
-    the time the longest running one has run so far."""
+    the time the longest running one has run so far, at most ``GATE_FILLS`` yield points in a row, as the gate."""
     gate: bool = True
     """False: work with the GPU alone shares it like the rest (what the gate costs, not a way to time)."""
 
@@ -229,6 +230,7 @@ class _Gate:
         self.began: dict[int, float] = {}
         self.ends: dict[int, float] = {}
         self.last: dict[int, float] = {}
+        self.fills = [0] * len(self.plans)
         self.seat_queue: list[int] = []
         self.writers: list[tuple[int, float]] = []
         self.standing: list[tuple[int, float, float]] = []
@@ -283,9 +285,15 @@ class _Gate:
                 self.push(now + step.seconds, "alone", i)
             else:
                 self.writers.append((i, step.seconds))
-        elif self.alone is None and (not self.writers or self.goes_on(i, now, step.seconds)):
+        elif self.alone is None and not self.writers:
+            self.fills[i] = 0
+            self.run(i, now, step.seconds)
+        elif self.alone is None and (self.policy.fill != "guess" or self.fills[i] < GATE_FILLS) and self.goes_on(
+                i, now, step.seconds):
+            self.fills[i] += 1
             self.run(i, now, step.seconds)
         else:
+            self.fills[i] = 0
             self.standing.append((i, step.seconds, now))
         self.last[i] = step.seconds if kind == "shared" else self.last.get(i, 0.0)
         self.settle(now)

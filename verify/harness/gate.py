@@ -59,8 +59,8 @@ GATE_FILL_FACTOR = 2.0
 """``KA_GPU_FILL``'s default. At a yield point while a timed series waits, a sharer whose piece just ended was no
 longer than this x how long the longest running piece on another seat has run goes on with its next piece instead of
 standing back: the timed series waits for that piece anyway, and the sharer's seat does work meanwhile. Replayed on
-session 52's passes (``bench/gate_replay.py``, policy ``fill-guess``) this gained 14-20%; ``0`` stands back as
-before."""
+session 52's passes (``bench/gate_replay.py``, policy ``fill-guess``) this gained 4-9% with ``GATE_FILLS``, 14-20%
+without it; ``0`` stands back as before."""
 
 GATE_FILLS = 8
 """Yield points in a row at which a child may go on while timed series wait; at the next it stands back, so a timed
