@@ -100,6 +100,19 @@ def test_full_verification_on_cpu_through_the_script() -> None:
     assert caught["status"] == "failed" and caught["checks"]["input-mutation"]["verdict"] == "fail"
 
 
+@pytest.mark.slow
+def test_a_report_counts_the_answers_its_judge_gave_again() -> None:
+    # Calls that differ in their last bits: stale-memory and launch-errors ask about each of the two deep trials'
+    # first call, which the trial's own statistics judged already. Identical calls are never judged element by element.
+    options = VerifyOptions(trials=3, device="cpu", target_seconds=0.05)
+    noisy = HONEST.replace("return torch.relu(self.lin(x))",
+                           "y = torch.relu(self.lin(x))\n        return y * (1 + 1e-7 * torch.rand_like(y))")
+    assert noisy != HONEST
+    report = verify_code(TASK, noisy, "model-new", options)
+    assert report["checks"]["correctness"]["verdict"] == "pass" and report["judge_reused"] == 2 * 2
+    assert verify_code(TASK, HONEST, "model-new", options)["judge_reused"] == 0
+
+
 LOSS_TASK = '''import torch
 import torch.nn as nn
 class Model(nn.Module):

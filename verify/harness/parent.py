@@ -1039,6 +1039,7 @@ def _verify(args: argparse.Namespace, embedded: dict[str, Any], script: str, gat
             notes=[m.get("message") for m in ev.trusted.all("note")]
             + ([reduced["why"]] if reduced else []),
             judge_fused={name: FUSED_USED[name] - fused_before[name] for name in FUSED_USED},
+            judge_reused=ev.judgements.reused,
             judge_threads=_judge_threads(),
             harness_seconds=time.monotonic() - t_start,
             step_seconds={r.role: r.seconds for r in (ev.trusted, ev.compile, ev.run, ev.sanitizer) if r},
