@@ -262,7 +262,8 @@ class _Gate:
             return now + seconds <= max(self.ends.values())
         if self.policy.fill == "guess":
             last = self.last.get(i)
-            return last is not None and last <= self.fill_factor * max(now - b for b in self.began.values())
+            return (self.fills[i] < GATE_FILLS and last is not None
+                    and last <= self.fill_factor * max(now - b for b in self.began.values()))
         return False
 
     def advance(self, i: int, now: float) -> None:
@@ -288,8 +289,7 @@ class _Gate:
         elif self.alone is None and not self.writers:
             self.fills[i] = 0
             self.run(i, now, step.seconds)
-        elif self.alone is None and (self.policy.fill != "guess" or self.fills[i] < GATE_FILLS) and self.goes_on(
-                i, now, step.seconds):
+        elif self.alone is None and self.goes_on(i, now, step.seconds):
             self.fills[i] += 1
             self.run(i, now, step.seconds)
         else:
