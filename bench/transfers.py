@@ -9,8 +9,15 @@ real ``BlobChannel`` with a reader thread as the parent has:
 
 - ``two copies``: harness 1.11 (``pack_groups`` then ``send_parts``);
 - ``mapped``: one copy into the mapping, its pages faulted in by the copy;
-- ``mapped, fallocate``: the pages allocated first in one call;
-- ``mapped, fallocate, pinned``: and page-locked for CUDA (``cudaHostRegister``), so the copy is one DMA.
+- ``mapped, fallocate``: the pages allocated first in one call (harness 1.12-1.38);
+- ``mapped, fallocate, pinned``: and page-locked for CUDA (``cudaHostRegister``), so the copy is one DMA
+  (harness 1.12-1.38's default);
+- ``mapped, populated``: the pages allocated and mapped first by several threads at once
+  (``verify.harness.common.populate``, harness 1.39);
+- ``mapped, populated, pinned``: and page-locked (harness 1.39's default).
+
+A fresh page costs the process that takes it about 0.6 s/GB on these virtual machines, so it also times how the
+parent copies a candidate's payload out of the memory file (``COPIES``).
 
 It also times how the trusted child draws a task's inputs: on the CPU then copied over (harness 1.11) or drawn
 on the device (``verify.harness.tensors.task_inputs``); how it saves them for the run child (``torch.save``, or
@@ -21,6 +28,7 @@ loads them onto the device.
     python bench/transfers.py --json           # last line: JSON
 
 JSON keys: ``device``, ``send_gb_s`` (method -> size label -> GB/s), ``send_s`` (the same in seconds),
+``copy_gb_s`` (how, one of ``COPIES`` -> size label -> GB/s of the parent's copy of 12 bytes an element),
 ``draw_s`` (size label -> {"cpu then copy", "on the device", "torch.save", "save_values", "torch.load, to device",
 "load_values, to device"} -> seconds),
 ``shmem_hugepages`` (the kernel's setting for shared-memory huge pages).
@@ -29,18 +37,22 @@ JSON keys: ``device``, ``send_gb_s`` (method -> size label -> GB/s), ``send_s`` 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import statistics
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-METHODS = ("two copies", "mapped", "mapped, fallocate", "mapped, fallocate, pinned")
+METHODS = ("two copies", "mapped", "mapped, fallocate", "mapped, populated", "mapped, fallocate, pinned",
+           "mapped, populated, pinned")
 SIZES = {"16M": 16 * 2**20, "128M": 128 * 2**20, "512M": 512 * 2**20}
 """Output elements; each is sent as a float64 and a float32 tensor, as a reference is (12 bytes an element)."""
 
@@ -67,7 +79,8 @@ def send_seconds(torch: Any, method: str, groups: dict[str, list[Any] | None]) -
     if method == "two copies":
         channel.send_parts("ref", pack_groups(torch, {k: [t.cpu() for t in v or []] for k, v in groups.items()}))
     else:
-        send_groups(torch, channel, "ref", groups, preallocate="fallocate" in method, pin="pinned" in method)
+        with _one_fallocate("fallocate" in method):
+            send_groups(torch, channel, "ref", groups, preallocate="mapped," in method, pin="pinned" in method)
     seconds = time.perf_counter() - start
     os.close(write_fd)
     reader.join()
@@ -78,6 +91,54 @@ def send_seconds(torch: Any, method: str, groups: dict[str, list[Any] | None]) -
     del back
     os.close(memory)
     return seconds
+
+
+@contextlib.contextmanager
+def _one_fallocate(on: bool) -> Iterator[None]:
+    """Within it (when ``on``), ``BlobChannel.send_into`` preallocates as harness 1.38 did: one ``fallocate``."""
+    from verify.harness import common
+
+    populate = common.populate
+    if on:
+        common.populate = lambda mapping, threads=None: False
+    try:
+        yield
+    finally:
+        common.populate = populate
+
+
+COPIES = ("bytearray, one thread", "in pieces, one thread", "in pieces")
+"""How the parent copies a candidate's payload out: into a zero-filled ``bytearray`` by one read (harness
+1.21-1.38), and ``copy_payload`` (1.39) with ``PIECE_THREADS`` set to 1 and as it is."""
+
+
+def copy_seconds(nbytes: int, how: str) -> float:
+    """Seconds the parent takes to copy one ``nbytes`` payload out of a memory file ``how`` (``COPIES``), checked
+    for the right bytes."""
+    from verify.harness import common
+
+    memory = os.memfd_create("ka-bench")
+    try:
+        os.ftruncate(memory, nbytes)
+        common.allocate(memory, 0, nbytes)
+        os.pwrite(memory, b"payload", nbytes - 7)
+        kept = common.PIECE_THREADS
+        common.PIECE_THREADS = 1 if how == "in pieces, one thread" else kept
+        try:
+            start = time.perf_counter()
+            if how == "bytearray, one thread":
+                payload: Any = bytearray(nbytes)
+                common._read_into(memory, memoryview(payload), 0)
+            else:
+                payload = common.copy_payload(memory, 0, nbytes)
+            seconds = time.perf_counter() - start
+        finally:
+            common.PIECE_THREADS = kept
+        if bytes(memoryview(payload)[-7:]) != b"payload":
+            raise RuntimeError(f"{how}: the copy did not get the bytes written")
+        return seconds
+    finally:
+        os.close(memory)
 
 
 def draw_seconds(torch: Any, device: str, n: int, work: Path) -> dict[str, float]:
@@ -113,7 +174,7 @@ def measure(device: str, scale: int, work: Path) -> dict[str, Any]:
     """Every method on every size (each size divided by ``scale``), and the input draws."""
     import torch
 
-    methods = METHODS if device == "cuda" else METHODS[:3]
+    methods = METHODS if device == "cuda" else tuple(m for m in METHODS if "pinned" not in m)
     send_s: dict[str, dict[str, float]] = {m: {} for m in methods}
     send_gb_s: dict[str, dict[str, float]] = {m: {} for m in methods}
     for label, elements in SIZES.items():
@@ -126,11 +187,18 @@ def measure(device: str, scale: int, work: Path) -> dict[str, Any]:
             send_s[method][label] = seconds
             send_gb_s[method][label] = n * 12 / seconds / 1e9
         del ref64, groups
+    copy_gb_s: dict[str, dict[str, float]] = {how: {} for how in COPIES}
+    for label, elements in SIZES.items():
+        nbytes = max(1, elements // scale) * 12
+        # Alternated, the median of three: which of the host's pages a copy gets moves one copy by several times.
+        rounds = [{how: copy_seconds(nbytes, how) for how in COPIES} for _ in range(3)]
+        for how in COPIES:
+            copy_gb_s[how][label] = nbytes / statistics.median(r[how] for r in rounds) / 1e9
     draw_s = {label: draw_seconds(torch, device, max(1, elements // scale), work) for label, elements in SIZES.items()
               if elements <= 128 * 2**20}
     setting = Path("/sys/kernel/mm/transparent_hugepage/shmem_enabled")
     return {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "send_gb_s": send_gb_s,
-            "send_s": send_s, "draw_s": draw_s,
+            "send_s": send_s, "copy_gb_s": copy_gb_s, "draw_s": draw_s,
             "shmem_hugepages": setting.read_text().strip() if setting.exists() else None}
 
 
@@ -151,6 +219,9 @@ def main() -> int:
     print(f"{'send (GB/s, 12 bytes an element)':34s}" + "".join(f"{label:>10s}" for label in labels))
     for method, figures in result["send_gb_s"].items():
         print(f"{method:34s}" + "".join(f"{figures[label]:10.2f}" for label in labels))
+    print(f"\n{'the parent copies (GB/s)':34s}" + "".join(f"{label:>10s}" for label in labels))
+    for how, figures in result["copy_gb_s"].items():
+        print(f"{how:34s}" + "".join(f"{figures[label]:10.2f}" for label in labels))
     sizes = list(result["draw_s"])
     print(f"\n{'one input (s)':34s}" + "".join(f"{label:>10s}" for label in sizes))
     for part in next(iter(result["draw_s"].values())):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import threading
@@ -13,6 +14,19 @@ import torch
 
 from verify.harness.common import BlobChannel, copy_payload, read_blobs
 from verify.harness.frames import pack_groups, unpack_groups
+
+
+def _backing(buffer: object) -> str:
+    """What /proc/self/maps says backs ``buffer``'s first byte ("" for anonymous memory)."""
+    anchor = ctypes.c_char.from_buffer(buffer)
+    address = ctypes.addressof(anchor)
+    del anchor
+    for line in Path("/proc/self/maps").read_text().splitlines():
+        fields = line.split(maxsplit=5)
+        start, end = (int(x, 16) for x in fields[0].split("-"))
+        if start <= address < end:
+            return fields[5] if len(fields) > 5 else ""
+    raise AssertionError("not mapped")
 
 
 def _join(parts: list) -> bytearray:
@@ -138,7 +152,7 @@ def test_a_candidates_outputs_are_copied_out_on_arrival_and_their_pages_released
     os.pwrite(memory, b"\xff" * 4096, 4096)  # the candidate rewrites its outputs after sending them
     blocks = os.fstat(memory).st_blocks
     os.close(memory)
-    assert isinstance(got["out-0"], bytearray)
+    assert "ka-test" not in _backing(got["out-0"]), "the payload is the parent's own memory, not the file's"
     outputs = unpack_groups(torch, got["out-0"])
     assert outputs is not None and torch.equal(outputs["outputs"][0], out)
     assert blocks * 512 <= 2 * 4096, "the copied payload's pages went back (only the rewritten page is held)"
@@ -285,6 +299,86 @@ def test_send_groups_writes_into_the_memory_file_and_reads_back_intact(prealloca
     refs = unpack_groups(torch, got["ref-0"])  # type: ignore[arg-type]
     assert refs is not None and torch.equal(refs["ref64"][0], big) and torch.equal(refs["ref32"][0], big.float())
     assert bytes(got["after"]) == b"plain"  # type: ignore[arg-type]
+
+
+@pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="memfd_create is Linux-only")
+@pytest.mark.parametrize("refused", [False, True])
+def test_large_payloads_are_populated_and_copied_in_pieces_by_several_threads_byte_for_byte(
+        refused: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    from verify.harness import common
+    from verify.harness.frames import send_groups
+
+    monkeypatch.setattr(common, "PIECE_BYTES", 1 << 16)
+    monkeypatch.setattr(common, "PIECE_THREADS", 5)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)))
+    workers: set[str] = set()
+    advised: list[int] = []
+    real_libc, real_read = common._libc(), common._read_into
+
+    class Libc:
+        def __getattr__(self, name: str) -> object:
+            return getattr(real_libc, name)
+
+        def madvise(self, address: object, size: object, advice: int) -> int:
+            workers.add(threading.current_thread().name)
+            advised.append(advice)
+            return -1 if refused else real_libc.madvise(address, size, advice)
+
+    def read_into(fd: int, view: memoryview, offset: int) -> None:
+        workers.add(threading.current_thread().name)
+        real_read(fd, view, offset)
+
+    allocated: list[int] = []
+    real_allocate = common.allocate
+    monkeypatch.setattr(common, "_libc", lambda: Libc())
+    monkeypatch.setattr(common, "_read_into", read_into)
+    monkeypatch.setattr(common, "allocate", lambda fd, offset, size: allocated.append(size) or real_allocate(fd, offset, size))
+    big = torch.randn(300_001, dtype=torch.float64)
+    changed = big.clone()
+    changed[-1] += 1
+
+    def send(channel: BlobChannel) -> None:
+        send_groups(torch, channel, "ref-0", {"ref64": [big], "ref32": [big.float()]})
+        send_groups(torch, channel, "out-0-a", {"outputs": [big]})
+        send_groups(torch, channel, "out-0-b", {"outputs": [changed]})
+
+    for copy in (False, True):
+        workers.clear()
+        got = _through(True, True, send, copy=copy)
+        refs = unpack_groups(torch, got["ref-0"])  # type: ignore[arg-type]
+        assert refs is not None and torch.equal(refs["ref64"][0], big) and torch.equal(refs["ref32"][0], big.float())
+        for name, sent in (("out-0-a", big), ("out-0-b", changed)):
+            loaded = unpack_groups(torch, got[name])  # type: ignore[arg-type]
+            assert loaded is not None and torch.equal(loaded["outputs"][0], sent), name
+        assert got["out-0-b"] is not got["out-0-a"]
+        assert len(workers) >= 5, "each piece of a large payload has its own thread"
+    assert advised and set(advised) == {23}, "MADV_POPULATE_WRITE"
+    assert bool(allocated) == refused, "one fallocate call where the kernel refuses it"
+
+
+def test_in_pieces_covers_every_byte_once_in_page_aligned_pieces_and_raises_a_pieces_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from verify.harness import common
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(3)))
+    size = 10 * common.PIECE_BYTES + 12_345
+    seen: list[tuple[int, int, str]] = []
+    common.in_pieces(size, lambda a, b: seen.append((a, b, threading.current_thread().name)), threads=16)
+    spans = sorted((a, b) for a, b, _ in seen)
+    assert len(spans) == 3, "no more threads than the cores this process may use"
+    assert spans[0][0] == 0 and spans[-1][1] == size and all(x[1] == y[0] for x, y in zip(spans[:-1], spans[1:], strict=True))
+    assert all(a % 4096 == 0 for a, _ in spans)
+    assert {name for *_, name in seen} >= {threading.current_thread().name}, "the caller takes a piece itself"
+    seen.clear()
+    common.in_pieces(common.PIECE_BYTES + 1, lambda a, b: seen.append((a, b, "")), threads=16)
+    assert seen == [(0, common.PIECE_BYTES + 1, "")], "no piece smaller than PIECE_BYTES"
+
+    def fail(a: int, b: int) -> None:
+        if a:
+            raise OSError(f"piece at {a}")
+
+    with pytest.raises(OSError, match="piece at"):
+        common.in_pieces(size, fail, threads=3)
 
 
 def test_send_groups_without_a_memory_file_sends_the_same_bytes_through_the_pipe() -> None:

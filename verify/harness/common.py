@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import mmap
 import os
 import sys
 import threading
@@ -20,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-HARNESS_VERSION = "1.38"
+HARNESS_VERSION = "1.39"
 
 # Attributes whose identity must not change once the candidate is imported (timer and harness patching).
 # (torch.manual_seed is left out: torch._dynamo rebinds it when it is first imported.)
@@ -279,21 +280,19 @@ class BlobChannel:
         """Write one payload of ``total`` bytes by ``fill(mapping)``, straight into a shared mapping of the memory
         file; False, with nothing written, when this channel has no memory file.
 
-        ``preallocate`` allocates the pages in one ``fallocate`` call rather than one fault per page as ``fill``
-        first touches them.
+        ``preallocate`` gives the mapping its pages first, several threads at once (``populate``; one
+        ``fallocate`` call where the kernel cannot), rather than one fault per page as ``fill`` first touches them.
         """
         if self._fd is None:
             raise RuntimeError("no blob channel: run through the parent")
         if self._memory is None:
             return False
-        import mmap
-
         offset = self._memory_end
         os.ftruncate(self._memory, offset + total)
         if total:
-            if preallocate:
-                allocate(self._memory, offset, total)
             mapping = mmap.mmap(self._memory, total, flags=mmap.MAP_SHARED, offset=offset)
+            if preallocate and not populate(mapping):
+                allocate(self._memory, offset, total)
             try:
                 fill(mapping)
             finally:
@@ -347,9 +346,20 @@ def _same_bytes(a: memoryview, b: memoryview) -> bool:
     return len(a) == len(b) and a[:body].cast("Q") == b[:body].cast("Q") and a[body:] == b[body:]
 
 
-def copy_payload(fd: int, offset: int, size: int, twin: bytearray | None = None, piece: int = 1 << 26) -> bytearray:
-    """The ``size`` bytes at ``offset`` of ``fd``, each read once into this process's memory; ``twin`` itself when
-    they equal it byte for byte.
+def _fresh(size: int) -> mmap.mmap:
+    # A private anonymous mapping, not a bytearray: bytearray(n) zero-fills every page in one thread first.
+    return mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE)
+
+
+def _read_in_pieces(fd: int, view: memoryview, offset: int) -> None:
+    in_pieces(len(view), lambda start, stop: _read_into(fd, view[start:stop], offset + start))
+
+
+def copy_payload(fd: int, offset: int, size: int, twin: bytearray | mmap.mmap | None = None,
+                 piece: int = 1 << 26) -> bytearray | mmap.mmap:
+    """The ``size`` bytes at ``offset`` of ``fd``, each read once into this process's memory (a private
+    anonymous mapping, its pages faulted in by several threads at once: ``in_pieces``); ``twin`` itself when they
+    equal it byte for byte.
 
     A candidate's calls on the same inputs (a trial's three variants, for a deterministic kernel) often return
     identical outputs: held once, they cost a billion-element output 4 GB less each. The bytes are read ``piece``
@@ -364,20 +374,22 @@ def copy_payload(fd: int, offset: int, size: int, twin: bytearray | None = None,
         >>> copy_payload(fd, 4, 3, first) is first, bytes(copy_payload(fd, 5, 3, first, piece=2))
         (True, b'bce')
     """
+    if not size:
+        return bytearray()
     if twin is None or len(twin) != size:
-        buffer = bytearray(size)
-        _read_into(fd, memoryview(buffer), offset)
+        buffer = _fresh(size)
+        _read_in_pieces(fd, memoryview(buffer), offset)
         return buffer
     same, scratch, got = memoryview(twin), memoryview(bytearray(min(piece, size))), 0
     while got < size:
         part = scratch[:min(piece, size - got)]
         _read_into(fd, part, offset + got)
         if not _same_bytes(part, same[got:got + len(part)]):
-            buffer = bytearray(size)
+            buffer = _fresh(size)
             view = memoryview(buffer)
             view[:got] = same[:got]
             view[got:got + len(part)] = part
-            _read_into(fd, view[got + len(part):], offset + got + len(part))
+            _read_in_pieces(fd, view[got + len(part):], offset + got + len(part))
             return buffer
         got += len(part)
     return twin
@@ -400,7 +412,7 @@ def read_blobs(stream: Any, memory: int | None = None, copy: bool = False,
     of host memory it newly holds: its size, or 0 for a copy that is its twin's buffer.
     """
     blobs: dict[str, Any] = {}
-    last_of_size: dict[int, bytearray] = {}
+    last_of_size: dict[int, bytearray | mmap.mmap] = {}
 
     def payload(n: int) -> bytearray:
         buffer = bytearray(n)
@@ -423,8 +435,6 @@ def read_blobs(stream: Any, memory: int | None = None, copy: bool = False,
         return b"".join(chunks)
 
     def mapped(offset: int, size: int) -> Any:
-        import mmap
-
         if memory is None or offset % mmap.ALLOCATIONGRANULARITY or offset + size > os.fstat(memory).st_size:
             raise EOFError
         if size == 0:
@@ -491,6 +501,85 @@ def allocate(fd: int, offset: int, size: int) -> bool:
         return fallocate(fd, 0, offset, size) == 0
     except Exception:
         return False
+
+
+PIECE_THREADS = 4
+"""Threads (the caller's included) that share the pages of one large payload: a page the kernel gives a process
+fresh costs about 0.6 s/GB on these virtual machines, in whichever thread first touches it, so a payload's
+pages are touched in pieces at once (``populate``, ``copy_payload``)."""
+
+PIECE_BYTES = 32 << 20
+"""The smallest piece worth its own thread."""
+
+
+def in_pieces(size: int, work: Callable[[int, int], None], threads: int | None = None) -> None:
+    """Run ``work(start, stop)`` over ``[0, size)`` in page-aligned pieces, one a thread, this thread taking the
+    first: at most ``threads`` (default ``PIECE_THREADS``, fewer on a host with fewer cores) and none smaller
+    than ``PIECE_BYTES``. The first error any piece raised is raised once all have ended.
+
+    Example:
+        >>> seen = []
+        >>> in_pieces(3 * PIECE_BYTES, lambda a, b: seen.append((a, b)), threads=2)
+        >>> sorted(seen) == [(0, PIECE_BYTES + PIECE_BYTES // 2), (PIECE_BYTES + PIECE_BYTES // 2, 3 * PIECE_BYTES)]
+        True
+    """
+    limit = PIECE_THREADS if threads is None else threads
+    with contextlib.suppress(AttributeError, OSError):
+        limit = min(limit, len(os.sched_getaffinity(0)))
+    count = max(1, min(limit, size // PIECE_BYTES))
+    bounds = [0, *(size * i // count // 4096 * 4096 for i in range(1, count)), size]
+    if count == 1:
+        work(0, size)
+        return
+    errors: list[BaseException] = []
+
+    def run(start: int, stop: int) -> None:
+        try:
+            work(start, stop)
+        except BaseException as error:  # noqa: BLE001 - re-raised in the caller's thread
+            errors.append(error)
+
+    helpers = [threading.Thread(target=run, args=(bounds[i], bounds[i + 1]), name=f"ka-pieces-{i}", daemon=True)
+               for i in range(1, count)]
+    for helper in helpers:
+        helper.start()
+    run(bounds[0], bounds[1])
+    for helper in helpers:
+        helper.join()
+    if errors:
+        raise errors[0]
+
+
+def populate(mapping: Any, threads: int | None = None) -> bool:
+    """madvise(MADV_POPULATE_WRITE) over a writable shared mapping, in pieces at once (``in_pieces``): every page
+    allocated and mapped now; False when the kernel refused (before Linux 5.14), and the pages come as touched.
+
+    Example:
+        >>> import mmap
+        >>> fd = os.memfd_create("example")
+        >>> os.ftruncate(fd, 1 << 20)
+        >>> with mmap.mmap(fd, 1 << 20) as mapping:
+        ...     populate(mapping), os.fstat(fd).st_blocks * 512
+        (True, 1048576)
+    """
+    import ctypes
+
+    if not len(mapping):
+        return True
+    anchor = ctypes.c_char.from_buffer(mapping)
+    address = ctypes.addressof(anchor)
+    del anchor
+    refused: list[int] = []
+
+    def advise(start: int, stop: int) -> None:
+        if _libc().madvise(ctypes.c_void_p(address + start), ctypes.c_size_t(stop - start), 23) != 0:
+            refused.append(ctypes.get_errno())
+
+    try:
+        in_pieces(len(mapping), advise, threads)
+    except Exception:
+        return False
+    return not refused
 
 
 def punch_hole(fd: int, offset: int, size: int) -> bool:
