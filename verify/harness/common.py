@@ -552,7 +552,7 @@ def in_pieces(size: int, work: Callable[[int, int], None], threads: int | None =
 
 def populate(mapping: Any, threads: int | None = None) -> bool:
     """madvise(MADV_POPULATE_WRITE) over a writable shared mapping, in pieces at once (``in_pieces``): every page
-    allocated and mapped now; False when the kernel refused (before Linux 5.14), and the pages come as touched.
+    allocated and mapped now; False when the kernel refused it (before Linux 5.14, or out of memory).
 
     Example:
         >>> import mmap
