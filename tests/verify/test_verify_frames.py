@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import threading
@@ -12,15 +11,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from verify.harness.common import BlobChannel, copy_payload, read_blobs
+from verify.harness.common import BlobChannel, buffer_address, copy_payload, read_blobs
 from verify.harness.frames import pack_groups, unpack_groups
 
 
 def _backing(buffer: object) -> str:
     """What /proc/self/maps says backs ``buffer``'s first byte ("" for anonymous memory)."""
-    anchor = ctypes.c_char.from_buffer(buffer)
-    address = ctypes.addressof(anchor)
-    del anchor
+    address = buffer_address(buffer)
     for line in Path("/proc/self/maps").read_text().splitlines():
         fields = line.split(maxsplit=5)
         start, end = (int(x, 16) for x in fields[0].split("-"))

@@ -527,10 +527,10 @@ def in_pieces(size: int, work: Callable[[int, int], None], threads: int | None =
     with contextlib.suppress(AttributeError, OSError):
         limit = min(limit, len(os.sched_getaffinity(0)))
     count = max(1, min(limit, size // PIECE_BYTES))
-    bounds = [0, *(size * i // count // 4096 * 4096 for i in range(1, count)), size]
     if count == 1:
         work(0, size)
         return
+    bounds = [0, *(size * i // count // 4096 * 4096 for i in range(1, count)), size]
     errors: list[BaseException] = []
 
     def run(start: int, stop: int) -> None:
@@ -550,6 +550,23 @@ def in_pieces(size: int, work: Callable[[int, int], None], threads: int | None =
         raise errors[0]
 
 
+def buffer_address(buffer: Any) -> int:
+    """The address of a writable buffer's first byte, its export released at once (an ``mmap`` can still close).
+
+    Example:
+        >>> import ctypes
+        >>> data = bytearray(b"ka")
+        >>> ctypes.string_at(buffer_address(data), 2)
+        b'ka'
+    """
+    import ctypes
+
+    anchor = ctypes.c_char.from_buffer(buffer)
+    address = ctypes.addressof(anchor)
+    del anchor
+    return address
+
+
 def populate(mapping: Any, threads: int | None = None) -> bool:
     """madvise(MADV_POPULATE_WRITE) over a writable shared mapping, in pieces at once (``in_pieces``): every page
     allocated and mapped now; False when the kernel refused it (before Linux 5.14, or out of memory).
@@ -566,9 +583,7 @@ def populate(mapping: Any, threads: int | None = None) -> bool:
 
     if not len(mapping):
         return True
-    anchor = ctypes.c_char.from_buffer(mapping)
-    address = ctypes.addressof(anchor)
-    del anchor
+    address = buffer_address(mapping)
     refused: list[int] = []
 
     def advise(start: int, stop: int) -> None:
