@@ -149,6 +149,20 @@ def test_a_dead_holders_reservation_is_removed(tmp_path: Path) -> None:
     assert not list(tmp_path.glob("*.reserved"))
 
 
+def test_a_claim_left_by_a_reserver_that_died_before_its_rename_is_swept_by_the_next_large_plan(tmp_path: Path) -> None:
+    (tmp_path / "999-1.claim").write_text(f"{9 * GIB} {9 * GIB}")
+    reader = _ledger(tmp_path, 12)
+    assert reader.others() == [] and (tmp_path / "999-1.claim").exists(), "a claim is neither counted nor swept by a read"
+    small = _ledger(tmp_path, 12)
+    small.plan(DEFAULT, 0, timeout_s=0)
+    assert (tmp_path / "999-1.claim").exists(), "a small plan takes no lock, so it sweeps nothing"
+    large = _ledger(tmp_path, 12, large_from=1)
+    assert large.plan(BIG, 0, held_bytes=3 * GIB, timeout_s=0).judged == 3
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".claim") == []
+    assert len(list(tmp_path.glob("*.reserved"))) == 1, "the large plan's own reservation is in place"
+    large.release()
+
+
 def test_a_reader_between_a_reservations_creation_and_its_lock_never_removes_it(tmp_path: Path,
                                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     import fcntl

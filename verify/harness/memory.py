@@ -282,6 +282,8 @@ class MemoryLedger:
             while True:
                 # Small evidence neither reads nor writes the ledger: only a large plan takes its lock.
                 with self._locked() if large else contextlib.nullcontext():
+                    if large:
+                        self._sweep_claims()
                     others = self.others() if large else []
                     available = self.available()
                     if available is None:
@@ -301,6 +303,13 @@ class MemoryLedger:
         finally:
             if waiting and on_wait is not None:
                 on_wait(False)
+
+    def _sweep_claims(self) -> None:
+        # Only under the folder's lock: a claim lives from its creation to its rename inside one holder's lock, so
+        # any claim found there was left by a process that died in between.
+        if self.folder is not None and self.folder.is_dir():
+            for path in self.folder.glob("*.claim"):
+                path.unlink(missing_ok=True)
 
     def _reserve(self, nbytes: int) -> None:
         self.reserved = nbytes
