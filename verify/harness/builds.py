@@ -134,8 +134,8 @@ does nothing without it, so a single verification builds exactly as torch would.
 def install_ccache(environ: os._Environ[str] | dict[str, str] = os.environ) -> bool:
     """Put ccache in front of nvcc and key its objects on what is built, not where.
 
-    torch 2.12 and later wrap the host compiler and nvcc in ccache when it is on ``PATH``; earlier ones only through
-    ``PYTORCH_NVCC``, which this sets (unless the user did) to ccache and torch's own nvcc. Each build then runs
+    Recent torch (2.13 here) wraps the host compiler and nvcc in ccache when it is on ``PATH``; older versions wrap
+    nvcc only through ``PYTORCH_NVCC``, which this sets (unless the user did) to ccache and torch's own nvcc. Each build then runs
     with ``CCACHE_BASEDIR`` at its build folder: torch names every source by its absolute path, so a kernel built
     again in another folder (a ``build_directory`` of its own beside its working folder, a process id in its
     extension's name) missed ccache's cache until its paths were made relative to the folder. Returns whether
