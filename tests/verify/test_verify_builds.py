@@ -243,6 +243,26 @@ def test_the_prebuild_builds_what_the_constructor_compiles_and_remembers_what_fa
     assert os.listdir(broken.entry / "failed-builds") == [records[0].name]
 
 
+OWN_BUILD_FOLDER = EXTENSION_IN_INIT.replace(
+    'functions=["relu_linear"],\n',
+    'functions=["relu_linear"], build_directory=os.path.abspath("own_builds"),\n',
+).replace("class ModelNew", 'os.makedirs("own_builds", exist_ok=True)\n\n\nclass ModelNew').replace(
+    "import torch\n", "import os\n\nimport torch\n", 1)
+
+
+@pytest.mark.slow
+def test_a_kernel_that_builds_in_its_own_folder_finds_its_prebuild_in_ccache(tmp_path: Path) -> None:
+    assert "own_builds" in OWN_BUILD_FOLDER and "os.makedirs" in OWN_BUILD_FOLDER
+    reports: dict[str, dict[str, Any]] = {}
+    verify_jobs([job("own", kernel=OWN_BUILD_FOLDER)], OPTIONS, lambda j, r: reports.__setitem__(j.key, r), gpus=1,
+                build_cache=tmp_path / "builds")
+    report = reports["own"]
+    assert report["checks"]["correctness"]["verdict"] == "pass", report.get("error")
+    assert report["batch"]["build"]["state"] == "built"
+    # The prebuild built in its own working folder, the compile step in the verification's: one ccache hit.
+    assert _ccache_hits(os.environ | {"CCACHE_DIR": str(tmp_path / "builds" / "ccache")}) >= 1
+
+
 class _Recorder:
     seen: list[bool] = []
 
