@@ -54,7 +54,10 @@ to wait for, was longest, with its seconds (None for both on several GPUs, or wh
 ``pass_start_s_cold`` and ``pass_end_s_cold``: the cold pass's seconds
 before its first script started and after its last report (``Recorder.ends``). ``host_cpu_s_per_kernel_cold``: the host CPU seconds (user and system, every
 process of the pass: builds, scripts, children) per kernel finished, and ``cpu_s_by_process_cold`` the mean of each
-of a kernel's processes (``verify.batch.stats.cpu_by_process``); ``--no-zygote`` starts each verification's
+of a kernel's processes (``verify.batch.stats.cpu_by_process``); ``ccache_cold`` what ccache did for the cold pass's
+builds (hits on the command and on the preprocessed source, misses, calls it could not cache; None without ccache:
+``BuildCache.ccache_stats``; the bench's build cache, and so its ccache folder, starts empty unless ``--build-cache``
+names one); ``--no-zygote`` starts each verification's
 children by exec instead of forking them from one zygote (``zygote`` says which), and ``--no-slot-zygote`` forks them
 from a zygote of each script's own instead of its batch slot's (``slot_zygote``; ``verify.batch.zygotes``);
 ``--no-slot-seed`` starts each slot's zygote on its own instead of forking it from the batch's seed (``slot_seed``),
@@ -120,6 +123,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from verify.batch.build_cache import BuildCache, detect_toolchain  # noqa: E402
 from verify.batch.replay import replay_all  # noqa: E402
 from verify.batch.stats import (  # noqa: E402
     BatchStats,
@@ -542,7 +546,6 @@ def alone_vs_batch(jobs: list[VerifyJob], batch: dict[str, dict[str, Any]], opti
     """
     import statistics
 
-    from verify.batch.build_cache import BuildCache, detect_toolchain
     from verify.harness.timing import report_device_ms
     from verify.runner import verify_code
 
@@ -792,6 +795,7 @@ def main() -> int:
         "exclusive_finished_cold": len(cold.exclusive & set(cold.reports)),
         "host_cpu_s_per_kernel_cold": round(cold.cpu_s / cold.stats.done, 2) if cold.stats.done else None,
         "cpu_s_by_process_cold": cpu_by_process(list(cold.reports.values())),
+        "ccache_cold": BuildCache(cache, detect_toolchain(options.python)).ccache_stats(),
         "zygote": zygote_enabled(os.environ),
         "slot_zygote": slot_zygotes_enabled(os.environ),
         "slot_seed": seeds_enabled(os.environ),

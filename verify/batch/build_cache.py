@@ -282,6 +282,27 @@ class BuildCache:
             env[PCH_ENV] = os.environ.get(PCH_ENV) or str(default_pch_root())
         return env
 
+    def ccache_stats(self) -> dict[str, int] | None:
+        """What ccache did for this cache's builds so far (``ccache --print-stats`` on its ``ccache/`` folder): hits on
+        the command and on the preprocessed source, misses, and calls it passed to the compiler uncached (an option
+        or a precompiled header it cannot cache); None where the builds use no ccache."""
+        if not self.toolchain.ccache:
+            return None
+        binary = shutil.which("ccache", path=self.toolchain.ccache_dir) or shutil.which("ccache")
+        if binary is None:
+            return None
+        try:
+            out = subprocess.run([binary, "--print-stats"], env=os.environ | {"CCACHE_DIR": str(self.root / "ccache")},
+                                 capture_output=True, text=True, timeout=60, check=True).stdout
+        except (OSError, subprocess.SubprocessError):
+            return None
+        counts = {name: int(value) for name, value in (line.split("\t", 1) for line in out.splitlines() if "\t" in line)
+                  if value.strip().isdigit()}
+        uncached = ("unsupported_compiler_option", "could_not_use_precompiled_header", "unsupported_code_directive",
+                    "compiler_check_failed", "internal_error")
+        return {"direct_hits": counts.get("direct_cache_hit", 0), "preprocessed_hits": counts.get("preprocessed_cache_hit", 0),
+                "misses": counts.get("cache_miss", 0), "uncached": sum(counts.get(name, 0) for name in uncached)}
+
     def unneeded(self, job: VerifyJob) -> BuildResult | None:
         """A ``none`` result, its entry made (the verification's own build folder), where ``job`` needs no prebuild
         (``needs_build``); else None."""
