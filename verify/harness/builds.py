@@ -131,6 +131,13 @@ CCACHE_ENV = "CCACHE_DIR"
 does nothing without it, so a single verification builds exactly as torch would."""
 
 
+CCACHE_BUILD_SETTINGS = {"CCACHE_NOHASHDIR": "1"}
+"""ccache settings for every build ``install_ccache`` wraps, besides its folder as the base. ccache 4.14 takes nvcc's
+``-gencode=arch=...`` (torch passes one for each architecture) for ``-g`` and then hashes the working directory, so
+the same kernel built in another folder missed the cache on the H100 host (session 57: level 1 task 24's second build,
+44 s); no build here asks for debug information, whose paths are all the working directory would change."""
+
+
 def install_ccache(environ: os._Environ[str] | dict[str, str] = os.environ) -> bool:
     """Put ccache in front of nvcc and key its objects on what is built, not where.
 
@@ -138,7 +145,8 @@ def install_ccache(environ: os._Environ[str] | dict[str, str] = os.environ) -> b
     nvcc only through ``PYTORCH_NVCC``, which this sets (unless the user did) to ccache and torch's own nvcc. Each build then runs
     with ``CCACHE_BASEDIR`` at its build folder: torch names every source by its absolute path, so a kernel built
     again in another folder (a ``build_directory`` of its own beside its working folder, a process id in its
-    extension's name) missed ccache's cache until its paths were made relative to the folder. Returns whether
+    extension's name) missed ccache's cache until its paths were made relative to the folder, and the folder itself
+    left out of the hash (``CCACHE_BUILD_SETTINGS``). Returns whether
     ccache is in use (``CCACHE_DIR`` set, ``ccache`` on ``PATH``, torch's builder present).
 
     Example:
@@ -156,15 +164,17 @@ def install_ccache(environ: os._Environ[str] | dict[str, str] = os.environ) -> b
         return True
 
     def build_from_its_folder(build_directory: str, verbose: bool, error_prefix: str) -> None:
-        before = environ.get("CCACHE_BASEDIR")
-        environ["CCACHE_BASEDIR"] = os.path.abspath(build_directory)
+        settings = {"CCACHE_BASEDIR": os.path.abspath(build_directory), **CCACHE_BUILD_SETTINGS}
+        before = {name: environ.get(name) for name in settings}
+        environ.update(settings)
         try:
             return build(build_directory, verbose, error_prefix)
         finally:
-            if before is None:
-                environ.pop("CCACHE_BASEDIR", None)
-            else:
-                environ["CCACHE_BASEDIR"] = before
+            for name, value in before.items():
+                if value is None:
+                    environ.pop(name, None)
+                else:
+                    environ[name] = value
 
     build_from_its_folder.ka_ccache = True  # type: ignore[attr-defined]
     cpp_extension._run_ninja_build = build_from_its_folder
