@@ -71,6 +71,40 @@ def test_the_key_covers_the_ninja_file_and_every_source_it_names(tmp_path: Path,
     assert ninja_key(tmp_path) not in (first, None)
 
 
+def test_the_key_leaves_out_the_digits_of_the_extensions_name_and_nothing_else(tmp_path: Path) -> None:
+    def key(name: str, flags: str = "-O3") -> str | None:
+        folder = tmp_path / name
+        folder.mkdir(exist_ok=True)
+        (folder / "cuda.cu").write_text(FINE)
+        (folder / "build.ninja").write_text(
+            f"cuda_cflags = -DTORCH_EXTENSION_NAME={name} {flags}\nrule cuda_compile\n  command = nvcc $cuda_cflags $in\n"
+            f"build cuda.cuda.o: cuda_compile {folder / 'cuda.cu'}\nbuild {name}.so: link cuda.cuda.o\n"
+        )
+        return ninja_key(folder)
+
+    assert key("huber_loss_cuda_605") == key("huber_loss_cuda_798123") is not None, "a process id in the name"
+    assert key("huber_loss_cuda_605") != key("huber_loss_cuda_x605"), "letters changed: another build"
+    assert key("ext_1") != key("ext_2", flags="-O2"), "the flags still count"
+    assert key("plain") != key("plainer")
+
+
+@pytest.mark.slow
+def test_a_failed_build_named_with_a_process_id_fails_at_once_under_the_next_processs_id(
+    memo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from torch.utils.cpp_extension import load_inline
+
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
+    with pytest.raises(RuntimeError, match="no_such_function") as first:
+        load_inline(name="ka_memo_pid_4242", cpp_sources=[BROKEN], functions=["f"])
+    assert "failed before" not in str(first.value)
+    with pytest.raises(RuntimeError, match="failed before with a compiler error") as second:
+        load_inline(name="ka_memo_pid_917", cpp_sources=[BROKEN], functions=["f"])
+    assert "no_such_function" in str(second.value)
+    assert (tmp_path / "ext" / "ka_memo_pid_917" / "build.ninja").is_file()
+    assert not (tmp_path / "ext" / "ka_memo_pid_917" / ".ninja_log").exists(), "ninja never ran for the second name"
+
+
 @pytest.fixture
 def memo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     from torch.utils import cpp_extension

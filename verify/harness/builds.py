@@ -55,6 +55,9 @@ def looks_like_compiler_error(message: str) -> bool:
 def ninja_key(build_directory: str | Path) -> str | None:
     """A hash of ``build.ninja`` and of every source file its ``build`` lines name (None without the file).
 
+    The extension's name counts with its digits left out (``name_shape``): a kernel that puts its process id or
+    the time in the name builds the same sources under another name, and folder, in each process that loads it.
+
     Example:
         >>> ninja_key("/nonexistent") is None
         True
@@ -64,7 +67,8 @@ def ninja_key(build_directory: str | Path) -> str | None:
         text = (folder / "build.ninja").read_bytes()
     except OSError:
         return None
-    digest = hashlib.sha256(text)
+    shape = name_shape(text)
+    digest = hashlib.sha256(shape(text))
     for line in text.decode("utf-8", "replace").splitlines():
         if not line.startswith("build ") or ": " not in line:
             continue
@@ -72,8 +76,30 @@ def ninja_key(build_directory: str | Path) -> str | None:
             path = Path(_NINJA_ESCAPE.sub(r"\1", token))
             path = path if path.is_absolute() else folder / path
             if path.suffix in SOURCE_SUFFIXES and path.is_file():
-                digest.update(b"\0" + token.encode() + b"\0" + path.read_bytes())
+                digest.update(b"\0" + shape(token.encode()) + b"\0" + path.read_bytes())
     return digest.hexdigest()
+
+
+_EXTENSION_NAME = re.compile(rb"-DTORCH_EXTENSION_NAME=(\S+)")
+
+
+def name_shape(ninja: bytes) -> Callable[[bytes], bytes]:
+    """What ``ninja_key`` hashes of a text from this ``build.ninja``: the extension's name (torch's
+    ``-DTORCH_EXTENSION_NAME=``) written as its shape, its runs of digits as one mark, between NUL bytes that no
+    ninja file holds. Digits cannot turn a name that compiles into one that does not (level 1 task 96 of
+    CUDA-L1 names its extension ``huber_loss_cuda_{os.getpid()}``, and its CUDA code fails to compile: 10-13 s
+    in each of three processes on the H100 host, session 57); a name with other characters changed is another build.
+
+    Example:
+        >>> shape = name_shape(b"cuda_cflags = -DTORCH_EXTENSION_NAME=ext_605 -O3")
+        >>> shape(b"/x/ext_605/cuda.cu") == name_shape(b"-DTORCH_EXTENSION_NAME=ext_798")(b"/x/ext_798/cuda.cu")
+        True
+    """
+    found = _EXTENSION_NAME.search(ninja)
+    if found is None or not re.search(rb"\d", found.group(1)):
+        return lambda text: text
+    name, mark = found.group(1), b"\0" + re.sub(rb"\d+", b"#", found.group(1)) + b"\0"
+    return lambda text: text.replace(name, mark)
 
 
 _NINJA_TOKEN = re.compile(r"(?:\$.|[^\s$])+")
