@@ -137,8 +137,8 @@ def install_build_memo(folder: Path | None = None) -> bool:
                 message = None
             if isinstance(message, str):
                 raise RuntimeError(
-                    f"{message}\n[kernel-archive: this exact build failed before with a compiler "
-                    "error; it is not run again]"
+                    f"{message}\n[kernel-archive: this build (the same sources and flags; the extension name digits "
+                    "aside) failed before with a compiler error; it is not run again]"
                 )
         try:
             build(build_directory, verbose, error_prefix)
