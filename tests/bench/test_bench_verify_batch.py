@@ -58,7 +58,7 @@ def test_the_batch_benchmark_runs_its_passes_and_both_checks_on_cpu(tmp_path: Pa
     assert list(finish) == ["50%", "75%", "90%", "100%"] and 0 < finish["50%"] <= finish["100%"] < 600
     assert result["heavy_policy"] == "mixed" and result["heavy_finished_cold"] == []
     assert result["memory_cold"] == {"reserved": 0, "waited_s": 0.0, "reduced": {}}, "small evidence reserves nothing"
-    assert abs(sum(result[f"share_{k}"] for k in ("compile", "references", "trials", "timing", "other")) - 1) < 1e-3
+    assert abs(sum(result[f"share_{k}"] for k in ("compile", "seat", "references", "trials", "timing", "other")) - 1) < 1e-3
     # The batch's default gate is shared: each kernel's baselines and timed series had the device alone.
     assert result["gate_mode"] == "shared"
     assert (result["slots_per_gpu"], result["gpu_seats"]) == (batch_shape(2).slots, 1)

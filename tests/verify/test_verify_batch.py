@@ -327,7 +327,7 @@ def test_batch_stats_rate_eta_and_shares() -> None:
         stats.record(report | {"status": ("passed", "failed", "flagged", "passed")[i]}, build_state="hit",
                      now=30.0 * (i + 1))
     assert stats.per_minute(120.0) == 2.0 and stats.eta_s(120.0) == 180.0
-    assert stats.shares() == {"compile": 0.2, "references": 0.3, "trials": 0.2, "timing": 0.2, "other": 0.1}
+    assert stats.shares() == {"compile": 0.2, "seat": 0.0, "references": 0.3, "trials": 0.2, "timing": 0.2, "other": 0.1}
     assert stats.line(120.0) == "passed 2 · flagged 1 · failed 1 · 2.0/min · ETA 3m00s"
     rows = {cells[0]: cells[1] for cells in zip(*[c._cells for c in summary_table(stats).columns], strict=True)}
     assert rows["passed"] == "2" and rows["kernels per minute"] == "2.00" and rows["share references"] == "30.0%"
@@ -531,7 +531,22 @@ def test_timing_moves_compare_the_same_kernels_host_bound_and_device_bound_apart
 
 def test_time_shares_without_a_run_child_count_everything_else_as_other() -> None:
     assert time_shares({"harness_seconds": 5.0, "timeline": [[3.0, "compile", "exit"]]}) == {
-        "compile": 3.0, "references": 0.0, "trials": 0.0, "timing": 0.0, "other": 2.0}
+        "compile": 3.0, "seat": 0.0, "references": 0.0, "trials": 0.0, "timing": 0.0, "other": 2.0}
+
+
+@pytest.mark.parametrize(("gate", "seat"), [(9.0, 6.0), (2.5, 0.0), (20.0, 7.5), (None, 0.0)])
+def test_the_wait_for_a_seat_is_its_own_share_and_never_the_compiles_or_after_the_references(
+    gate: float | None, seat: float
+) -> None:
+    timeline = [[2.5, "compile", "exit"], [3.0, "trusted", "mark:ready"], [3.0, "parent", "compiled-without-gpu"],
+                [10.5, "trusted", "mark:references-sent"], [12.0, "run", "mark:released"]]
+    if gate is not None:
+        timeline.append([gate, "parent", "gpu-gate"])
+    shares = time_shares({"harness_seconds": 12.0, "timeline": timeline}, prebuild_s=4.0)
+    assert shares["seat"] == seat and shares["compile"] == 6.5
+    # A gate past the references (they cannot be, but a timeline can be odd) moves nothing past their end.
+    assert shares["references"] == 8.0 - seat and shares["timing"] == 1.5
+    assert sum(shares.values()) == pytest.approx(12.0 + 4.0)
 
 
 def test_harness_build_dir_reaches_the_candidate_children() -> None:

@@ -1,17 +1,18 @@
 """Counts and time of a batch: statuses, kernels per minute, ETA, and where each kernel's time went.
 
 No display here (the benchmark runs where rich is not installed); ``progress`` draws it. ``time_shares`` splits one report's wall time along its critical path using the report's ``timeline``:
-``compile`` (the prebuild plus the script's compile step), ``references`` (the trusted child still
-computing references after the compile), ``trials`` (the candidate's correctness trials), ``timing``
-(the baselines timed after the compile, and the candidate's timed series) and ``other`` (process start,
-the kernel lists, the shape probe, teardown).
+``compile`` (the prebuild plus the script's compile step), ``seat`` (ready for the GPU after the compile, waiting
+for a seat of a batch's gate: ``seat_times``' wait), ``references`` (the trusted child still computing references
+after the compile, its waits for the GPU within its seat included), ``trials`` (the candidate's correctness
+trials), ``timing`` (the baselines timed after the compile, and the candidate's timed series) and ``other``
+(process start, the kernel lists, the shape probe, teardown).
 
 Example:
     >>> report = {"harness_seconds": 10.0, "timeline": [[2.0, "compile", "exit"],
     ...           [3.0, "trusted", "mark:references-sent"], [5.0, "run", "mark:released"],
     ...           [7.0, "run", "mark:trials-done"], [8.0, "run", "timing:candidate"]]}
     >>> time_shares(report, prebuild_s=2.0)
-    {'compile': 4.0, 'references': 1.0, 'trials': 2.0, 'timing': 3.0, 'other': 2.0}
+    {'compile': 4.0, 'seat': 0.0, 'references': 1.0, 'trials': 2.0, 'timing': 3.0, 'other': 2.0}
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any
 
 from verify.harness.timing import HOST_BOUND_BUSY, gpu_busy
 
-PHASES: tuple[str, ...] = ("compile", "references", "trials", "timing", "other")
+PHASES: tuple[str, ...] = ("compile", "seat", "references", "trials", "timing", "other")
 
 
 def _at(timeline: list[list[Any]], role: str, event: str) -> float | None:
@@ -35,7 +36,14 @@ def _at(timeline: list[list[Any]], role: str, event: str) -> float | None:
 
 
 def time_shares(report: dict[str, Any], prebuild_s: float = 0.0) -> dict[str, float]:
-    """Seconds of each phase of one report's critical path (see the module docstring)."""
+    """Seconds of each phase of one report's critical path (see the module docstring).
+
+    Example:
+        >>> timeline = [[1.0, "compile", "exit"], [1.5, "trusted", "mark:ready"], [1.5, "parent", "compiled-without-gpu"],
+        ...             [9.5, "parent", "gpu-gate"], [11.0, "trusted", "mark:references-sent"], [12.0, "run", "mark:released"]]
+        >>> time_shares({"harness_seconds": 12.0, "timeline": timeline})
+        {'compile': 1.0, 'seat': 8.0, 'references': 2.0, 'trials': 0.0, 'timing': 1.0, 'other': 0.0}
+    """
     total = float(report.get("harness_seconds") or 0.0)
     timeline = report.get("timeline") or []
     compiled = _at(timeline, "compile", "exit") or 0.0
@@ -48,7 +56,10 @@ def time_shares(report: dict[str, Any], prebuild_s: float = 0.0) -> dict[str, fl
     refs_end = max(compiled, refs if refs is not None else compiled)
     if released is not None:
         refs_end = min(refs_end, released)
-        seconds["references"] = refs_end - compiled
+        gate, ready = _at(timeline, "parent", "gpu-gate"), ready_at(timeline)
+        if gate is not None and ready is not None:
+            seconds["seat"] = max(0.0, min(gate, refs_end) - max(ready, compiled))
+        seconds["references"] = refs_end - compiled - seconds["seat"]
         seconds["timing"] = released - refs_end
         if trials_done is not None:
             seconds["trials"] = trials_done - released
