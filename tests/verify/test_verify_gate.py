@@ -162,7 +162,10 @@ def test_a_sharer_gives_way_to_a_waiting_timed_series_then_shares_again(tmp_path
     other_giving = threading.Thread(target=other.give_way)
     other_giving.start()
     waiting.join(5)
-    assert timed.held == "alone" and first.held is None and other.held is None
+    assert timed.held == "alone" and first.held is None
+    # ``other`` lets go of the lock file an instant before it writes down that it holds nothing, and the timed
+    # series can be through in between (CI caught it there once, session 57).
+    assert wait_until(lambda: other.held is None, 5)
     time.sleep(0.05)
     assert first.held is None, "back beside a timed series"
     assert timed.shared()
