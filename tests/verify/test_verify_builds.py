@@ -261,7 +261,7 @@ def test_an_nvcc_build_in_another_folder_hits_ccache_only_with_the_folder_left_o
 ) -> None:
     from torch.utils import cpp_extension
 
-    nvcc = shutil.which("nvcc") or next((p for p in ("/usr/local/cuda/bin/nvcc",) if os.path.exists(p)), None)
+    nvcc = shutil.which("nvcc") or shutil.which("nvcc", path="/usr/local/cuda/bin")
     if nvcc is None:
         pytest.skip("no nvcc on this machine (CI's CPU machines have CUDA 13's)")
     ccache = shutil.which("ccache")
