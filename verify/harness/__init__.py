@@ -12,5 +12,5 @@ Example:
 
 from __future__ import annotations
 
-MODULES: tuple[str, ...] = ("common", "signals", "fused", "zygote", "gate", "context", "static", "tensors", "frames", "memory", "task", "watch", "timing", "batons", "builds", "pch", "float64", "roles",
+MODULES: tuple[str, ...] = ("common", "signals", "fused", "zygote", "gate", "context", "static", "tensors", "frames", "memory", "task", "watch", "timing", "batons", "builds", "pch", "compiles", "float64", "roles",
                             "judge", "report", "parent")

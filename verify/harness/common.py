@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-HARNESS_VERSION = "1.41"
+HARNESS_VERSION = "1.42"
 
 # Attributes whose identity must not change once the candidate is imported (timer and harness patching).
 # (torch.manual_seed is left out: torch._dynamo rebinds it when it is first imported.)

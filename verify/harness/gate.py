@@ -28,6 +28,7 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -529,6 +530,21 @@ def held_pieces(answers: Sequence[tuple[float, float, str]], events: Sequence[tu
 _REQUESTS = itertools.count(1)
 
 
+@dataclass
+class Hold:
+    """What this child holds of a shared gate, as its own requests left it (``alone_on_gpu``, ``off_gpu``)."""
+
+    alone: bool = False
+    off: bool = False
+    """Inside an ``off_gpu`` block."""
+    away: bool = False
+    """Inside an ``off_gpu`` block, and still holding nothing (``back_on_gpu`` ends that)."""
+
+
+HOLD = Hold()
+"""This process's hold: a child asks for the gate from one thread at a time, the one running its work."""
+
+
 def _ask(job: dict[str, Any], channel: Any, want: str) -> None:
     number = next(_REQUESTS)
     channel.send("gate", which=want, n=number)
@@ -550,10 +566,12 @@ def alone_on_gpu(job: dict[str, Any], channel: Any, sync: Callable[[], None], *,
         return
     sync()
     _ask(job, channel, "alone")
+    HOLD.alone = True
     try:
         yield
     finally:
         sync()
+        HOLD.alone = False
         _ask(job, channel, "over" if hand_over else "shared")
 
 
@@ -570,13 +588,33 @@ def yield_point(job: dict[str, Any], channel: Any, sync: Callable[[], None]) -> 
 
 @contextlib.contextmanager
 def off_gpu(job: dict[str, Any], channel: Any, sync: Callable[[], None]) -> Iterator[None]:
-    """Hold nothing of a shared gate during the block (a JIT build: CPU work), then share again."""
-    if not job.get("gate_grants"):
+    """Hold nothing of a shared gate during the block (a JIT build: CPU work), then share again.
+
+    Inside a block with the GPU alone the block keeps it: work a timed series waits for is part of its time. Inside
+    another ``off_gpu`` block it adds nothing: the outer block shares again at its end. ``back_on_gpu`` ends the
+    let-go early, for GPU work in the middle of the block.
+    """
+    if not job.get("gate_grants") or HOLD.alone or HOLD.off:
         yield
         return
     sync()
     _ask(job, channel, "away")
+    HOLD.off = HOLD.away = True
     try:
         yield
     finally:
-        _ask(job, channel, "shared")
+        away, HOLD.off, HOLD.away = HOLD.away, False, False
+        if away:
+            _ask(job, channel, "shared")
+
+
+def back_on_gpu(job: dict[str, Any], channel: Any) -> bool:
+    """Share the GPU again inside an ``off_gpu`` block, for the rest of it: the block has GPU work after all.
+
+    Returns whether it asked (False outside such a block, or when it already shares again).
+    """
+    if not (job.get("gate_grants") and HOLD.away):
+        return False
+    _ask(job, channel, "shared")
+    HOLD.away = False
+    return True

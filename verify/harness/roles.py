@@ -40,6 +40,7 @@ from verify.harness.common import (
     thread_counts,
     wait_until,
 )
+from verify.harness.compiles import install_compile_off_gpu
 from verify.harness.context import ContextState
 from verify.harness.float64 import Float64Reference
 from verify.harness.frames import load_values, save_values, send_groups, tensor_bytes
@@ -360,10 +361,12 @@ def role_trusted(job: dict[str, Any], embedded: dict[str, Any], channel: Channel
     timed = device == "cuda" and job["timing"].get("enabled", True)
     compiled, compile_s = None, 0.0
     if timed and job["timing"].get("compile", True):
-        # torch.compile's own build is CPU work: it happens before the GPU is asked for alone.
+        # torch.compile's own build is CPU work: it happens before the GPU is asked for alone, and holds nothing of
+        # a shared gate (``install_compile_off_gpu``).
         try:
             t0 = time.perf_counter()
             compiled = torch.compile(model)
+            install_compile_off_gpu(job, channel, clock.full_sync)
             with torch.no_grad():
                 compiled(*template)
             compile_s = time.perf_counter() - t0
@@ -808,6 +811,7 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
     judged = judged_trials(shared)
     for trial in job["trials"]:
         yield_point(job, channel, clock.full_sync)
+        install_compile_off_gpu(job, channel, clock.full_sync)
         index = trial["index"]
         pristine = load_values(torch, shared / f"inputs-{index}", device)
         state_before = {n: t.detach().clone() for n, t in params_of.state_dict().items()}
@@ -898,6 +902,7 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
     # After the timed calls, whose inputs, fingerprints and comparisons an operator's replaced kernel would change.
     channel.send("probe", phase="operators", checked=bool(kernels_before),
                  replaced=replaced_kernels(kernels_before, aten_kernels(torch), torch_folder))
+    install_compile_off_gpu(job, channel, clock.full_sync)
     if device == "cuda":
         yield_point(job, channel, clock.full_sync)
         try:
@@ -910,6 +915,7 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
         # parent counts a death after this mark as the probe's failure, not the run's.
         channel.send("mark", phase="shape-probe")
         yield_point(job, channel, clock.full_sync)
+        install_compile_off_gpu(job, channel, clock.full_sync)
         try:
             inputs = load_values(torch, shape_inputs, device)
             with torch.no_grad():
