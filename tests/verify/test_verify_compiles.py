@@ -14,7 +14,7 @@ import torch
 from batch_testing import HONEST, TASK
 
 from verify.harness import compiles as compiles_module
-from verify.harness.compiles import install_compile_off_gpu
+from verify.harness.compiles import compile_gate_wait_s, install_compile_off_gpu
 from verify.harness.gate import HOLD, alone_on_gpu, back_on_gpu, off_gpu
 from verify.runner import VerifyOptions, verify_code
 
@@ -70,6 +70,28 @@ def test_a_compile_holds_nothing_of_the_gate_and_shares_again_when_it_ends(chann
     assert channel.sent == ["mark:compile", "gate:away", "gate:shared"], "a call that compiles nothing asks nothing"
     fn(torch.ones(3, 5))
     assert channel.sent[3:] == ["mark:compile", "gate:away", "gate:shared"], "a recompile lets go again"
+
+
+class _SlowChannel(_Channel):
+    """Grants sharing again only after ``delay_s``, as behind another verification's timed series."""
+
+    delay_s = 0.3
+
+    def send(self, kind: str, **payload: Any) -> None:
+        if kind == "gate" and payload.get("which") == "shared":
+            self.sent.append("gate:shared")
+            threading.Timer(self.delay_s, Path(f"{self.grants}-{payload['n']}").touch).start()
+            return
+        super().send(kind, **payload)
+
+
+def test_a_compiles_wait_to_share_again_is_counted_apart_from_its_time(channel: _Channel) -> None:
+    slow = _SlowChannel(channel.grants)
+    install_compile_off_gpu({"gate_grants": slow.grants}, slow, lambda: None)
+    before = compile_gate_wait_s()
+    _compiled()(torch.ones(4))
+    assert slow.sent == ["mark:compile", "gate:away", "gate:shared"]
+    assert compile_gate_wait_s() - before >= _SlowChannel.delay_s
 
 
 def test_without_dynamo_loaded_nothing_is_installed(channel: _Channel, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -29,6 +29,7 @@ import functools
 import importlib
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -66,6 +67,8 @@ class CompileAway:
         self.job, self.channel, self.sync = job, channel, sync
         self.thread = threading.get_ident()
         self.count = 0
+        self.waited_s = 0.0
+        """Time spent asking to share again (behind other verifications' timed series), not compiling."""
         self.block: contextlib.ExitStack | None = None
 
     def start(self, args: Any = None) -> None:
@@ -88,11 +91,17 @@ class CompileAway:
             return
         block, self.block = self.block, None
         if block is not None:
+            began = time.perf_counter()
             block.close()
+            self.waited_s += time.perf_counter() - began
 
     def on_gpu(self) -> None:
         """Before autotuning's GPU work inside a compile this child let go for."""
-        if self.block is not None and threading.get_ident() == self.thread and back_on_gpu(self.job, self.channel):
+        if self.block is None or threading.get_ident() != self.thread:
+            return
+        began = time.perf_counter()
+        if back_on_gpu(self.job, self.channel):
+            self.waited_s += time.perf_counter() - began
             self.channel.send("mark", phase="compile-autotunes")
 
 
@@ -149,3 +158,11 @@ def install_compile_off_gpu(job: dict[str, Any], channel: Any, sync: Callable[[]
     callback_handler.register_end_callback(away.end)
     callback_handler.ka_compile_away = away
     return True
+
+
+def compile_gate_wait_s() -> float:
+    """Seconds this process's compiles spent waiting to share the GPU again (0 without ``CompileAway``): a compile's
+    own time is its span less these."""
+    callback = sys.modules.get("torch._dynamo.callback")
+    away = getattr(getattr(callback, "callback_handler", None), "ka_compile_away", None)
+    return float(getattr(away, "waited_s", 0.0))
