@@ -396,3 +396,15 @@ def test_behind_a_shared_gate_a_build_with_work_holds_nothing_and_a_finished_one
     assert channel.asked == ["away", "shared"] and built == ["work"] and syncs == [1]
     cpp_extension._run_ninja_build("done", False, "")
     assert channel.asked == ["away", "shared"] and built == ["work", "done"]
+
+
+def test_a_build_inside_a_cuda_graphs_capture_keeps_the_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from torch.utils import cpp_extension
+
+    monkeypatch.setattr(cpp_extension, "_run_ninja_build", lambda folder, verbose, prefix: None)
+    monkeypatch.setattr(builds_module, "ninja_has_work", lambda folder: True)
+    monkeypatch.setattr(builds_module, "stream_capturing", lambda: True)
+    channel, syncs = _Channel(str(tmp_path / "grant")), []
+    assert build_off_gpu({"gate_grants": channel.grants}, channel, lambda: syncs.append(1))
+    cpp_extension._run_ninja_build("work", False, "")
+    assert channel.asked == [] and syncs == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -14,16 +15,25 @@ import torch
 from batch_testing import HONEST, TASK
 
 from verify.harness import compiles as compiles_module
+from verify.harness.common import stream_capturing
 from verify.harness.compiles import compile_gate_wait_s, install_compile_off_gpu
 from verify.harness.gate import HOLD, alone_on_gpu, back_on_gpu, off_gpu
 from verify.runner import VerifyOptions, verify_code
 
+REPO = Path(__file__).resolve().parents[2]
 COMPILING = HONEST.replace("return torch.relu(self.lin(x))", "return _relu_linear(x, self.lin.weight, self.lin.bias)") + '''
 
 @torch.compile(backend="eager", dynamic=False)
 def _relu_linear(x, w, b):
     return torch.relu(x @ w.t() + b)
 '''
+
+COMPILING_IN_INIT = HONEST.replace(
+    "self.lin = nn.Linear(n, n)",
+    "self.lin = nn.Linear(n, n)\n"
+    "        self.act = torch.compile(lambda t: torch.relu(t), backend='eager', dynamic=False)\n"
+    "        self.act(torch.zeros(8, n))",
+).replace("return torch.relu(self.lin(x))", "return self.act(self.lin(x))")
 
 
 class _Channel:
@@ -94,6 +104,37 @@ def test_a_compiles_wait_to_share_again_is_counted_apart_from_its_time(channel: 
     assert compile_gate_wait_s() - before >= _SlowChannel.delay_s
 
 
+def test_a_compile_inside_a_cuda_graphs_capture_keeps_the_hold(channel: _Channel,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Session 58 on the H100: level 2 task 85 compiles inside ``torch.cuda.graph``; the synchronize before letting go
+    ended its capture, and the kernel fell back to running outside its graph."""
+    monkeypatch.setattr(compiles_module, "stream_capturing", lambda: True)
+    syncs: list[int] = []
+    install_compile_off_gpu({"gate_grants": channel.grants}, channel, lambda: syncs.append(1))
+    _compiled()(torch.ones(4))
+    assert channel.sent == [] and syncs == []
+
+
+def test_a_capture_is_read_from_the_current_stream_and_never_without_a_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert not stream_capturing()
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: True)
+    assert not stream_capturing(), "no GPU here"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert stream_capturing()
+
+
+def test_a_candidate_naming_torch_compile_has_dynamo_loaded_before_its_import() -> None:
+    probe = ("import sys, torch\n"
+             "from verify.harness.compiles import load_dynamo_for\n"
+             "assert 'torch._dynamo' not in sys.modules\n"
+             "assert not load_dynamo_for('import torch\\ndef f(x):\\n    return x * 2\\n')\n"
+             "assert 'torch._dynamo' not in sys.modules\n"
+             "assert load_dynamo_for('import torch\\nf = torch.compile(g)\\n')\n"
+             "assert 'torch._dynamo' in sys.modules\n")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
 def test_without_dynamo_loaded_nothing_is_installed(channel: _Channel, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delitem(sys.modules, "torch._dynamo")
     assert not install_compile_off_gpu({"gate_grants": channel.grants}, channel, lambda: None)
@@ -162,3 +203,12 @@ def test_a_verification_behind_a_shared_gate_compiles_away_from_it_with_the_verd
     assert "gate:run:away" in [e for _, r, e in compiling["timeline"] if r == "parent"]
     assert "mark:compile" not in [e for _, r, e in ungated["timeline"] if r == "run"], "no gate, nothing to let go of"
     assert "mark:compile" not in [e for _, r, e in plain["timeline"] if r == "run"], "a kernel that compiles nothing"
+
+
+def test_a_compile_in_the_models_constructor_lets_go_too(tmp_path: Path) -> None:
+    report = verify_code(TASK, COMPILING_IN_INIT, "model-new", VerifyOptions(device="cpu", trials=2, shape_probe=False),
+                         env={"KA_GPU_GATE": str(tmp_path / "gpu-0.lock"), "KA_GPU_GATE_MODE": "shared"})
+    assert report["status"] == "flagged", report.get("error")
+    run = [e for _, r, e in report["timeline"] if r == "run"]
+    # A second compile follows in the first trial: it runs under no_grad, which Dynamo guards on.
+    assert run.count("mark:compile") >= 1 and run.index("mark:compile") < run.index("call"), run

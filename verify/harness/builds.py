@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from verify.harness.common import torch_cpp_extension
+from verify.harness.common import stream_capturing, torch_cpp_extension
 from verify.harness.gate import off_gpu
 
 MEMO_FOLDER = "failed-builds"
@@ -225,7 +225,8 @@ def build_off_gpu(job: dict[str, Any], channel: Any, sync: Callable[[], None]) -
     """Hold nothing of a shared GPU gate while torch's JIT builder compiles (``verify.harness.gate.off_gpu``).
 
     CUDA-L1 kernels that call ``load_inline`` in their first ``forward`` compiled for 27-34 s of a 31-37 s GPU
-    gate in a batch of 50 on an H200, with the GPU idle. A build ninja has nothing to do for keeps the hold.
+    gate in a batch of 50 on an H200, with the GPU idle. A build ninja has nothing to do for keeps the hold, and so does
+    a build inside a CUDA graph's capture (``stream_capturing``): the synchronize before letting go would end it.
     Returns whether the wrapper is in place (only behind a shared gate, with torch's builder present).
     """
     if not job.get("gate_grants"):
@@ -236,7 +237,7 @@ def build_off_gpu(job: dict[str, Any], channel: Any, sync: Callable[[], None]) -
         return False
 
     def build_without_gpu(build_directory: str, verbose: bool, error_prefix: str) -> None:
-        if not ninja_has_work(build_directory):
+        if stream_capturing() or not ninja_has_work(build_directory):
             return build(build_directory, verbose, error_prefix)
         with off_gpu(job, channel, sync):
             return build(build_directory, verbose, error_prefix)

@@ -102,6 +102,21 @@ def torch_cpp_extension() -> Any | None:
     return cpp_extension
 
 
+def stream_capturing() -> bool:
+    """Whether this thread's CUDA stream is capturing a CUDA graph, when a device-wide synchronize would end the capture
+    (a candidate that compiles or builds inside ``torch.cuda.graph``); False without torch or a GPU.
+
+    Example:
+        >>> stream_capturing()
+        False
+    """
+    cuda = getattr(sys.modules.get("torch"), "cuda", None)
+    try:
+        return bool(cuda is not None and cuda.is_available() and cuda.is_current_stream_capturing())
+    except (RuntimeError, AttributeError):
+        return False
+
+
 def snapshot_flags(namespace: dict[str, Any]) -> dict[str, Any]:
     """The value of every backend flag, evaluated in ``namespace`` (needs ``torch`` there to read any)."""
     if "torch" not in namespace:

@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from verify.harness.common import stream_capturing
 from verify.harness.gate import HOLD, back_on_gpu, off_gpu
 
 COMPILE_AWAYS = 8
@@ -48,6 +49,11 @@ AUTOTUNE_ENTRY_POINTS: tuple[tuple[str, str, str], ...] = (
 is required (without it no compile lets go); the others are wrapped where this torch has them."""
 
 REQUIRED_ENTRY_POINT = AUTOTUNE_ENTRY_POINTS[1]
+
+COMPILE_NAMES: tuple[str, ...] = ("torch.compile", "_dynamo", "_inductor")
+"""Names in a candidate's code for which the run child loads Dynamo before the candidate's import
+(``load_dynamo_for``), so that a compile in the model's constructor lets go too (level 2 task 49's first compile held
+its seat 12.9 s in session 58's first pass: Dynamo came with the constructor, after the child last looked)."""
 
 DYNAMO_TRIGGER = "DYNAMO"
 """The compile callbacks' trigger for a frame's compile; the others (CUDA-graph recording, Triton's autotuning, a
@@ -75,7 +81,8 @@ class CompileAway:
         """At the outermost compile's start (Dynamo's start callback)."""
         trigger = getattr(getattr(args, "callback_trigger", None), "name", None)
         if (trigger != DYNAMO_TRIGGER or self.block is not None or self.count >= COMPILE_AWAYS or HOLD.alone
-                or HOLD.off or threading.get_ident() != self.thread or not self.job.get("gate_grants")):
+                or HOLD.off or threading.get_ident() != self.thread or not self.job.get("gate_grants")
+                or stream_capturing()):
             return
         self.channel.send("mark", phase="compile")
         block = contextlib.ExitStack()
@@ -157,6 +164,22 @@ def install_compile_off_gpu(job: dict[str, Any], channel: Any, sync: Callable[[]
     callback_handler.register_start_callback(away.start)
     callback_handler.register_end_callback(away.end)
     callback_handler.ka_compile_away = away
+    return True
+
+
+def load_dynamo_for(code: str) -> bool:
+    """Import Dynamo now when ``code`` names any of ``COMPILE_NAMES`` (it would when it compiles); whether it is loaded.
+
+    Example:
+        >>> load_dynamo_for("import torch")
+        False
+    """
+    if not any(name in code for name in COMPILE_NAMES):
+        return False
+    try:
+        importlib.import_module("torch._dynamo")
+    except Exception:  # noqa: BLE001 - a torch without a working Dynamo: the candidate will find out itself
+        return False
     return True
 
 

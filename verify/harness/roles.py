@@ -40,7 +40,7 @@ from verify.harness.common import (
     thread_counts,
     wait_until,
 )
-from verify.harness.compiles import compile_gate_wait_s, install_compile_off_gpu
+from verify.harness.compiles import compile_gate_wait_s, install_compile_off_gpu, load_dynamo_for
 from verify.harness.context import ContextState
 from verify.harness.float64 import Float64Reference
 from verify.harness.frames import load_values, save_values, send_groups, tensor_bytes
@@ -717,6 +717,8 @@ def role_run(job: dict[str, Any], embedded: dict[str, Any], channel: Channel, bl
     install_baton_guard()
     install_pch()
     clock = Clock(torch, device)
+    if job.get("gate_grants") and load_dynamo_for(embedded["kernel_code"]):
+        install_compile_off_gpu(job, channel, clock.full_sync)
     timed = device == "cuda" and not job.get("light")
     measured = False
     if timed:
