@@ -161,6 +161,10 @@ def test_autotuning_inside_a_compile_shares_the_gpu_again_for_the_rest_of_it(cha
     install_compile_off_gpu({"gate_grants": channel.grants}, channel, lambda: None)
     torch.compile(lambda x: x + 1, backend=tuning_backend)(torch.ones(2))
     assert channel.sent == ["mark:compile", "gate:away", "gate:shared", "mark:compile-autotunes"], channel.sent
+    wrapped = benchmarker.benchmark_gpu
+    torch.compile(lambda x: x - 1, backend=tuning_backend)(torch.ones(2))
+    assert channel.sent[4:] == ["mark:compile", "gate:away", "gate:shared", "mark:compile-autotunes"], channel.sent
+    assert benchmarker.benchmark_gpu is wrapped, "wrapped once, not again at each compile"
 
 
 def test_a_compile_in_another_thread_keeps_the_hold(channel: _Channel) -> None:

@@ -130,7 +130,8 @@ def _wrap(owner: Any, name: str, before: Callable[[], None]) -> bool:
     original = getattr(owner, name, None)
     if original is None:
         return False
-    if getattr(original, "ka_before", None) is before:
+    if getattr(original, "ka_before", None) == before:
+        # Wrapped at an earlier compile (a bound method is made anew at each look-up, so equal, not identical).
         return True
 
     @functools.wraps(original)
