@@ -350,6 +350,13 @@ def test_a_verification_in_a_batch_counts_and_waits_for_the_other_reservations(t
     assert not list(ledger.glob("*.reserved"))
 
 
+# The reference's first calls take 0.1 s each, so each trial's references arrive a while after the last: a reader
+# polling the ledger sees every step even on a loaded host (CI once saw none above 6463, the first 11 payloads in ms).
+SLOW_FIRST_CALLS = "_calls = 0\n" + TASK.replace("        return torch.relu(self.lin(x))", (
+    "        global _calls\n        _calls += 1\n        if _calls <= 16:\n            import time\n"
+    "            time.sleep(0.1)\n        return torch.relu(self.lin(x))"))
+
+
 def test_a_verification_in_a_batch_settles_its_reservation_as_its_evidence_arrives(tmp_path: Path) -> None:
     ledger = tmp_path / "ledger"
     env = {LEDGER_ENV: str(ledger), LEDGER_FROM_ENV: "1", MEMORY_LIMIT_ENV: str(10**6)}
@@ -365,7 +372,7 @@ def test_a_verification_in_a_batch_settles_its_reservation_as_its_evidence_arriv
     watcher = threading.Thread(target=watch)
     watcher.start()
     try:
-        report = verify_code(TASK, HONEST, "model-new", OPTIONS, env=env)
+        report = verify_code(SLOW_FIRST_CALLS, HONEST, "model-new", OPTIONS, env=env)
     finally:
         stop.set()
         watcher.join()
