@@ -110,7 +110,7 @@ def test_a_long_reader_in_another_process_is_named_to_a_writer(archive_path: Pat
 
 
 def test_a_reader_waits_for_a_short_writer_to_finish(archive_path: Path) -> None:
-    with writer_process(archive_path, 1.0):
+    with writer_process(archive_path, 3.0):
         started = time.monotonic()
         with connect(archive_path, read_only=True, wait_s=30) as con:
             assert con.execute("SELECT count(*) FROM held").fetchall() == [(0,)]

@@ -489,7 +489,7 @@ def test_every_map_colouring_draws_without_a_traceback(served: Served, page: Any
         _map_drawn(page)
         if label != "Source":
             page.wait_for_function(f"() => ({PAINT})(document.querySelector('{MAP}'))[1] !== {before}")
-    assert "color=source" in page.url
+    page.wait_for_url(re.compile(r"color=source"))
 
 
 def test_a_box_selection_lists_the_same_kernels_after_a_recolour(served: Served, page: Any) -> None:

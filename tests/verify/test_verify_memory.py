@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -117,10 +118,15 @@ def test_a_plan_that_cannot_fit_one_trial_beside_others_waits_for_them(tmp_path:
     holder = _ledger(tmp_path, 12)
     holder.plan(BIG, 0, held_bytes=3 * GIB, timeout_s=1)
     waits: list[bool] = []
-    threading.Timer(0.4, holder.release).start()
+
+    def waiting(wait: bool) -> None:
+        waits.append(wait)
+        if wait:  # the holder goes 0.4 s into the wait, however late the wait starts on a loaded host
+            threading.Timer(0.4, holder.release).start()
+
     started = time.monotonic()
     # Beside the holder's 9 GiB a 10 GiB host has 1 GiB, and 90% of it does not hold the first trial's 1 GiB.
-    plan = _ledger(tmp_path, 10).plan(BIG, 0, held_bytes=3 * GIB, timeout_s=30, on_wait=waits.append)
+    plan = _ledger(tmp_path, 10).plan(BIG, 0, held_bytes=3 * GIB, timeout_s=30, on_wait=waiting)
     assert time.monotonic() - started >= 0.35 and plan.waited_s >= 0.35
     assert waits == [True, False]
     assert (plan.judged, plan.reserved_by_others) == (3, 0), "the holder is gone: every trial"
@@ -209,9 +215,10 @@ def test_the_environment_names_the_folder_and_the_threshold(tmp_path: Path) -> N
 
 
 class _Gate(GpuGate):
-    def __init__(self) -> None:
+    def __init__(self, on_away: Callable[[], None] = lambda: None) -> None:
         super().__init__(None)
         self.calls: list[str] = []
+        self.on_away = on_away
 
     @property
     def sharing(self) -> bool:
@@ -219,6 +226,7 @@ class _Gate(GpuGate):
 
     def away(self) -> None:
         self.calls.append("away")
+        self.on_away()
 
     def shared(self) -> bool:
         self.calls.append("shared")
@@ -228,8 +236,8 @@ class _Gate(GpuGate):
 def test_the_planner_lets_go_of_the_gpu_while_it_waits_and_writes_its_plan(tmp_path: Path) -> None:
     holder = _ledger(tmp_path / "ledger", 12)
     holder.plan(BIG, 0, held_bytes=3 * GIB, timeout_s=1)
-    threading.Timer(0.3, holder.release).start()
-    gate = _Gate()
+    # The holder goes 0.3 s after the planner lets go of the GPU to wait, however late that is on a loaded host.
+    gate = _Gate(on_away=lambda: threading.Timer(0.3, holder.release).start())
     trials = [{"index": i} for i in range(3)]
     planner = TrialPlanner(trials, _ledger(tmp_path / "ledger", 10), tmp_path / "plan", deep_trials=0, gate=gate,
                            timeout_s=30)

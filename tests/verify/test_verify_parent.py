@@ -97,7 +97,7 @@ def test_messages_keep_their_receive_times(tmp_path: Path, zygote: Zygote | None
     import os, sys, time
     fd = int(sys.argv[sys.argv.index("--channel") + 1])
     os.write(fd, b'{"kind": "timing-start"}\\n')
-    time.sleep(0.5)
+    time.sleep(1.5)
     os.write(fd, b'{"kind": "timing-end"}\\n')
     os.write(fd, b'{"kind": "done"}\\n')
     """
@@ -142,8 +142,9 @@ def test_wait_ready_returns_at_the_ready_mark_and_not_for_a_child_that_exits_or_
     os.write(fd, b'{"kind": "mark", "phase": "ready"}\\n')
     time.sleep(60)
     """
-    child = ChildProcess(_child(tmp_path, ready), role="trusted", env=dict(os.environ), cwd=tmp_path, zygote=zygote)
+    # Timed from before the start: a forked child can be sleeping before ChildProcess returns.
     started = time.monotonic()
+    child = ChildProcess(_child(tmp_path, ready), role="trusted", env=dict(os.environ), cwd=tmp_path, zygote=zygote)
     assert child.wait_ready(30) and 0.4 <= time.monotonic() - started < 20
     assert child.wait(0.1).time_of("mark") is not None
     (tmp_path / "gone").mkdir()
